@@ -1,0 +1,56 @@
+"""validate_plan: the Plan re-checked as a whole, with the method's defaults made explicit."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from advisor.plan import OFFLINE_METHODS, ONLINE_METHODS, Method, Plan, plan_to_yaml
+
+
+class PlanCheck(BaseModel):
+    """The result of validate_plan: the plan is structurally valid; these are the warnings."""
+
+    valid: bool = True
+    warnings: list[str] = Field(default_factory=list)
+    resident_roles: list[str] = Field(default_factory=list,
+                                      description="Roles that hold weights on GPUs during a step.")
+    online: bool = False
+    plan_yaml: str = ""
+
+
+def resident_roles(plan: Plan) -> list[str]:
+    """Roles whose weights a step needs, following the guide's role table.
+
+    PPO: policy, reference (when KL is used), reward model (when learned), critic.
+    GRPO family: policy, reference when kl_coef > 0, reward model when learned.
+    DPO/KTO: policy + reference (implicit in the loss); ORPO/SimPO: policy only.
+    """
+    roles = ["policy"]
+    kl = plan.algorithm.kl_coef
+    if plan.method in ONLINE_METHODS:
+        if kl is None or kl > 0:
+            roles.append("reference")
+        if plan.reward is not None:
+            roles.append("reward")
+        if plan.method == Method.PPO:
+            roles.append("critic")
+    elif plan.method in (Method.DPO, Method.KTO):
+        roles.append("reference")
+    return roles
+
+
+def validate_plan(plan: Plan) -> PlanCheck:
+    """Validate a Plan (the schema has already rejected impossible values) and list soft problems."""
+    warnings: list[str] = []
+    if plan.method in OFFLINE_METHODS and plan.critic is not None:
+        warnings.append(f"critic is set but {plan.method.value} is offline and never uses a critic")
+    if plan.method != Method.PPO and plan.critic is not None:
+        warnings.append(f"critic is only used by PPO; {plan.method.value} ignores it")
+    if plan.method in ONLINE_METHODS and plan.reward is None and plan.reward_function is None:
+        warnings.append("on-policy method without a reward model or reward_function: "
+                        "set reward (a learned RM) or reward_function (a verifier)")
+    if plan.method in (Method.GRPO, Method.DAPO, Method.DR_GRPO, Method.GSPO, Method.RLOO) and \
+            (plan.algorithm.group_size or 0) == 1:
+        warnings.append("group_size 1 gives a zero group baseline: use n >= 2 (typically 4-16)")
+    return PlanCheck(warnings=warnings, resident_roles=resident_roles(plan),
+                     online=plan.method in ONLINE_METHODS, plan_yaml=plan_to_yaml(plan))

@@ -1,0 +1,1 @@
+"""Backends that launch a rendered Plan (local, Ray, Kubernetes) and read the run back."""

@@ -1,0 +1,3 @@
+from rl_advisor.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,272 @@
+"""rl-advisor: the command line face of every MCP tool.
+
+Each tool in ``rl_advisor.tools.TOOLS`` becomes a subcommand (``choose_method`` ->
+``rl-advisor choose-method``). Flags are derived from the tool's typed signature:
+
+* a ``Plan`` parameter is ``--plan FILE`` (the Plan YAML format);
+* another pydantic-model parameter is ``--NAME JSON|FILE`` and, for people, its top-level
+  scalar fields are flags of their own (``--task math --data preference_pairs``);
+* scalar parameters are flags.
+
+Output is a readable report, or the tool's exact structured result with ``--json``.
+Bad input prints one line per problem (field, value, what is allowed) and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import inspect
+import json
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any, Callable, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from advisor.errors import AdvisorError, FieldProblem, as_advisor_error
+from rl_advisor import __version__
+from rl_advisor.tools import available_tools, guarded
+
+EXIT_BAD_INPUT = 2
+
+
+# --------------------------------------------------------------------------- type helpers
+
+
+def _unwrap_optional(tp: Any) -> Any:
+    origin = get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return tp
+
+
+def _is_model(tp: Any) -> bool:
+    return inspect.isclass(tp) and issubclass(tp, BaseModel)
+
+
+def _scalar_kind(tp: Any) -> tuple[str, Any] | None:
+    """('scalar', type) / ('list', item type) for flag-able types, else None."""
+    tp = _unwrap_optional(tp)
+    if get_origin(tp) is typing.Literal:
+        return ("scalar", tp)
+    if inspect.isclass(tp) and issubclass(tp, (str, int, float, bool, enum.Enum)):
+        return ("scalar", tp)
+    if get_origin(tp) in (list, tuple, set):
+        args = get_args(tp)
+        if args and _scalar_kind(args[0]):
+            return ("list", args[0])
+    return None
+
+
+def _choices(tp: Any) -> list[str] | None:
+    tp = _unwrap_optional(tp)
+    if get_origin(tp) is typing.Literal:
+        return [str(a) for a in get_args(tp)]
+    if inspect.isclass(tp) and issubclass(tp, enum.Enum):
+        return [str(m.value) for m in tp]
+    return None
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _read_structured(text: str, field: str) -> Any:
+    """A JSON/YAML literal, or a path to a JSON/YAML file."""
+    path = Path(text)
+    if not text.lstrip().startswith(("{", "[")) and path.suffix in (".yaml", ".yml", ".json") or \
+            (len(text) < 4096 and "\n" not in text and path.is_file()):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise AdvisorError(f"cannot read file: {exc.strerror}", field=field, value=str(path)) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise AdvisorError(f"not valid JSON/YAML: {exc}", field=field, value=text[:80]) from None
+
+
+# --------------------------------------------------------------------------- parser building
+
+
+class _Binding:
+    """How one tool parameter is filled from argparse values."""
+
+    def __init__(self, name: str, tp: Any, default: Any):
+        self.name, self.tp, self.default = name, _unwrap_optional(tp), default
+        self.flattened: dict[str, str] = {}  # dest -> model field
+
+    @property
+    def is_plan(self) -> bool:
+        return _is_model(self.tp) and self.tp.__name__ == "Plan"
+
+
+def _add_tool_parser(sub: Any, spec: Any, fn: Callable[..., Any]) -> list[_Binding]:
+    doc = inspect.getdoc(fn) or spec.summary
+    p = sub.add_parser(spec.cli_name, help=spec.summary, description=doc,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--json", action="store_true", help="print the structured result as JSON")
+    hints = typing.get_type_hints(fn)
+    bindings: list[_Binding] = []
+    taken = {"json", "help"}
+    params = [prm for prm in inspect.signature(fn).parameters.values()
+              if prm.kind in (prm.POSITIONAL_OR_KEYWORD, prm.KEYWORD_ONLY)]
+    for prm in params:
+        tp = hints.get(prm.name, Any)
+        default = None if prm.default is inspect.Parameter.empty else prm.default
+        b = _Binding(prm.name, tp, default)
+        bindings.append(b)
+        taken.add(prm.name)
+        kind = _scalar_kind(tp)
+        if b.is_plan:
+            p.add_argument("--plan", dest="arg_" + prm.name, metavar="FILE",
+                           help="Plan YAML file (see README: The Plan format)")
+        elif _is_model(b.tp):
+            p.add_argument(_flag(prm.name), dest="arg_" + prm.name, metavar="JSON|FILE",
+                           help=f"{b.tp.__name__} as JSON/YAML or a file")
+        elif kind:
+            _add_scalar(p, "arg_" + prm.name, prm.name, tp, default)
+    # Flatten scalar fields of model parameters (not the Plan) into their own flags.
+    for b in bindings:
+        if not _is_model(b.tp) or b.is_plan:
+            continue
+        for fname, finfo in b.tp.model_fields.items():
+            if not _scalar_kind(finfo.annotation):
+                continue
+            flag_name = fname if fname not in taken else f"{b.name}_{fname}"
+            taken.add(flag_name)
+            dest = f"field_{b.name}__{fname}"
+            b.flattened[dest] = fname
+            _add_scalar(p, dest, flag_name, finfo.annotation, None,
+                        help_text=finfo.description)
+    p.set_defaults(_tool=(spec, fn, bindings))
+    return bindings
+
+
+def _add_scalar(p: argparse.ArgumentParser, dest: str, name: str, tp: Any, default: Any,
+                help_text: str | None = None) -> None:
+    kind, inner = _scalar_kind(tp)  # type: ignore[misc]
+    choices = _choices(inner if kind == "list" else tp)
+    base = _unwrap_optional(inner if kind == "list" else tp)
+    help_text = (help_text or "") + (f" [default: {default}]" if default not in (None, "") else "")
+    if base is bool:
+        p.add_argument(_flag(name), dest=dest, action=argparse.BooleanOptionalAction, default=None,
+                       help=help_text or None)
+        return
+    p.add_argument(_flag(name), dest=dest, default=None, metavar=name.upper() if not choices else None,
+                   choices=choices, nargs="+" if kind == "list" else None, help=help_text or None)
+
+
+# --------------------------------------------------------------------------- calling
+
+
+def _collect_kwargs(ns: argparse.Namespace, bindings: list[_Binding]) -> dict[str, Any]:
+    from advisor.plan import plan_from_yaml
+
+    kwargs: dict[str, Any] = {}
+    for b in bindings:
+        raw = getattr(ns, "arg_" + b.name, None)
+        if b.is_plan:
+            if raw is not None:
+                try:
+                    text = Path(raw).read_text(encoding="utf-8")
+                except OSError as exc:
+                    raise AdvisorError(f"cannot read plan file: {exc.strerror}", field="--plan",
+                                       value=raw, allowed="a readable Plan YAML file") from None
+                kwargs[b.name] = plan_from_yaml(text)
+            continue
+        if _is_model(b.tp):
+            data = _read_structured(raw, _flag(b.name)) if raw is not None else None
+            overrides = {f: getattr(ns, d) for d, f in b.flattened.items() if getattr(ns, d) is not None}
+            if data is None and not overrides:
+                continue
+            if data is not None and not isinstance(data, dict):
+                raise AdvisorError("must be a JSON/YAML object", field=_flag(b.name), value=raw)
+            merged = {**(data or {}), **overrides}
+            try:
+                kwargs[b.name] = b.tp.model_validate(merged)
+            except ValidationError as exc:
+                raise as_advisor_error(exc, prefix=b.name) from None
+            continue
+        if raw is not None:
+            kwargs[b.name] = raw
+    return kwargs
+
+
+def _render_human(result: Any) -> str:
+    if hasattr(result, "to_text"):
+        return result.to_text()
+    if isinstance(result, BaseModel):
+        return yaml.safe_dump(result.model_dump(mode="json"), sort_keys=False, width=100)
+    return str(result)
+
+
+def _print_problems(exc: AdvisorError) -> None:
+    print("error: invalid input", file=sys.stderr)
+    for problem in exc.problems:
+        print(f"  - {problem}", file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rl-advisor",
+        description="Plan, budget, render, launch and diagnose LLM post-training runs.")
+    parser.add_argument("--version", action="version", version=f"rl-advisor {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for spec, fn in available_tools():
+        _add_tool_parser(sub, spec, fn)
+    _add_extra_commands(sub)
+    return parser
+
+
+def _add_extra_commands(sub: Any) -> None:
+    """Commands that are not MCP tools (demo, serve, ...) register here when their module exists."""
+    for module_name in ("rl_advisor.demo", "rl_advisor.extra_commands"):
+        try:
+            module = __import__(module_name, fromlist=["register"])
+        except ImportError:
+            continue
+        module.register(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if getattr(ns, "_run", None) is not None:  # extra commands
+        return int(ns._run(ns) or 0)
+    if getattr(ns, "_tool", None) is None:
+        parser.print_help()
+        return 0
+    spec, fn, bindings = ns._tool
+    try:
+        kwargs = _collect_kwargs(ns, bindings)
+        result = guarded(fn)(**kwargs)
+    except AdvisorError as exc:
+        if ns.json:
+            print(json.dumps(exc.to_dict(), indent=2))
+        _print_problems(exc)
+        return EXIT_BAD_INPUT
+    except TypeError as exc:
+        missing = [b.name for b in bindings if b.default is None and b.name not in locals().get("kwargs", {})]
+        err = AdvisorError([FieldProblem(field=", ".join(missing) or "(arguments)", message=str(exc),
+                                         allowed="see --help")])
+        _print_problems(err)
+        return EXIT_BAD_INPUT
+    if ns.json:
+        if isinstance(result, BaseModel):
+            print(result.model_dump_json(indent=2))
+        else:
+            print(json.dumps(result, indent=2, default=str))
+    else:
+        print(_render_human(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

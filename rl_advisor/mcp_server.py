@@ -1,0 +1,140 @@
+"""rl-advisor-mcp: the MCP server (stdio by default, Streamable HTTP on 127.0.0.1 on request).
+
+Tools come from ``rl_advisor.tools.TOOLS``; resources serve SKILL.md, examples.md and every
+guide/ file; one prompt walks an agent through plan -> render -> launch -> diagnose.
+
+In stdio mode stdout is the protocol: nothing else may print there. Logging goes to stderr and
+backends capture their subprocesses' output to files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import inspect
+import json
+import logging
+import sys
+from typing import Any, Callable
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from advisor.errors import AdvisorError
+from rl_advisor import __version__, paths
+from rl_advisor.tools import available_tools, guarded
+
+INSTRUCTIONS = """rl-advisor plans, budgets, renders, launches and diagnoses LLM post-training runs
+(PPO, GRPO, RLOO, REINFORCE++, DAPO, DPO, KTO, ORPO, SimPO, reward models, rejection sampling,
+RLAIF) on veRL, OpenRLHF and TRL. Every tool reads or writes one framework-neutral Plan (the same
+object as the CLI's --plan YAML). Typical order: choose_method -> choose_framework ->
+budget_memory -> plan_placement -> render_config -> launch_run (dry run unless confirm=true) ->
+run_metrics -> diagnose_run. Read the resource rl-advisor://skill first."""
+
+
+def _tool_error(exc: AdvisorError) -> ToolError:
+    return ToolError(json.dumps(exc.to_dict(), sort_keys=True))
+
+
+def _as_mcp_tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a tool so advisor errors reach the client as structured, field-naming errors."""
+    inner = guarded(fn)
+
+    if inspect.iscoroutinefunction(inner):
+        @functools.wraps(inner)
+        async def async_tool(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await inner(*args, **kwargs)
+            except AdvisorError as exc:
+                raise _tool_error(exc) from None
+        return async_tool
+
+    @functools.wraps(inner)
+    def tool(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return inner(*args, **kwargs)
+        except AdvisorError as exc:
+            raise _tool_error(exc) from None
+    return tool
+
+
+def _doc_resources(server: MCPServer) -> None:
+    """Serve SKILL.md, examples.md and guide/*.md as resources (read fresh on each request)."""
+    entries: list[tuple[str, str, str]] = []
+    try:
+        root = paths.bundle_root()
+    except FileNotFoundError:
+        return
+    for label, path in (("skill", root / "SKILL.md"), ("examples", root / "examples.md")):
+        if path.is_file():
+            entries.append((f"rl-advisor://{label}", label, str(path)))
+    guide = root / "guide"
+    if guide.is_dir():
+        for path in sorted(guide.glob("*.md")):
+            entries.append((f"rl-advisor://guide/{path.stem}", f"guide/{path.stem}", str(path)))
+
+    for uri, name, file in entries:
+        def reader(_file: str = file) -> str:
+            with open(_file, encoding="utf-8") as fh:
+                return fh.read()
+        reader.__name__ = f"read_{name.replace('/', '_').replace('-', '_')}"
+        server.resource(uri, name=name, mime_type="text/markdown",
+                        description=f"rl-advisor {name}")(reader)
+
+
+def build_server() -> MCPServer:
+    server = MCPServer(name="rl-advisor", instructions=INSTRUCTIONS, version=__version__,
+                       log_level="WARNING")
+    for spec, fn in available_tools():
+        if spec.cli_only:
+            continue
+        server.add_tool(_as_mcp_tool(fn), name=spec.name, description=_describe(spec, fn),
+                        structured_output=True)
+    _doc_resources(server)
+
+    @server.prompt(name="post_training_run",
+                   description="Walk through plan -> budget -> place -> render -> launch -> diagnose.")
+    def post_training_run(goal: str = "GRPO on a 7B model for math", gpus: str = "8xH100") -> str:
+        return (
+            f"Goal: {goal}. Hardware: {gpus}.\n"
+            "1. Call choose_method with the objective (task, data that exists, budget).\n"
+            "2. Call choose_framework with the chosen method and the hardware.\n"
+            "3. Write a Plan (see the rl-advisor://skill resource for its YAML form) and call "
+            "budget_memory; apply the first fix of the ladder until every pool fits.\n"
+            "4. Call plan_placement to pick the layout and parallelism; copy its placement into "
+            "the Plan.\n"
+            "5. Call render_config; the artifacts are validated against the framework's own schema.\n"
+            "6. Call launch_run with confirm=false to review, then confirm=true to launch.\n"
+            "7. Poll run_status / run_metrics, then call diagnose_run on the run id and apply the "
+            "exact keys it names. A rising reward is not success: check KL, entropy, length and eval."
+        )
+
+    return server
+
+
+def _describe(spec: Any, fn: Callable[..., Any]) -> str:
+    doc = inspect.getdoc(fn) or ""
+    first = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+    return spec.summary if not first else f"{spec.summary} {first}" if first != spec.summary else first
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rl-advisor-mcp", description="rl-advisor MCP server")
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="HTTP bind address (default loopback; anything else needs a token)")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--version", action="version", version=__version__)
+    args = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    server = build_server()
+    if args.transport == "stdio":
+        server.run()
+        return 0
+    from rl_advisor.http_transport import serve_http
+
+    return serve_http(server, host=args.host, port=args.port)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

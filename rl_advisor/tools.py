@@ -1,0 +1,84 @@
+"""The one list of tools that the MCP server and the CLI both expose.
+
+Each entry points at a typed function (pydantic models in, a pydantic model out). The MCP
+server derives its input/output schemas from the signature; the CLI derives its flags from the
+same signature, so the two faces cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from advisor.errors import AdvisorError, as_advisor_error
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    target: str  # "module:function"
+    summary: str
+    read_only: bool = True
+    cli_only: bool = False
+
+    @property
+    def cli_name(self) -> str:
+        return self.name.replace("_", "-")
+
+    def load(self) -> Callable[..., Any]:
+        module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+TOOLS: list[ToolSpec] = [
+    ToolSpec("validate_plan", "advisor.plan_check:validate_plan",
+             "Check a Plan: report every invalid field and fill method defaults."),
+    ToolSpec("choose_method", "advisor.choose_method:choose_method",
+             "Rank post-training methods (DPO, GRPO, PPO, ...) for an objective, with rationale."),
+    ToolSpec("choose_framework", "advisor.choose_framework:choose_framework",
+             "Rank frameworks (veRL, OpenRLHF, TRL, NeMo-RL, ...) for a method and scale, with why-nots."),
+]
+
+
+def available_tools() -> list[tuple[ToolSpec, Callable[..., Any]]]:
+    """Tools whose implementation module is importable (all of them in a complete install)."""
+    out = []
+    for spec in TOOLS:
+        try:
+            fn = spec.load()
+        except (ImportError, AttributeError):
+            continue
+        out.append((spec, fn))
+    return out
+
+
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn pydantic and advisor errors raised inside a tool into AdvisorError.
+
+    The signature is kept (``functools.wraps``) so schema generation still sees the real types.
+    """
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except ValidationError as exc:
+                raise as_advisor_error(exc) from None
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ValidationError as exc:
+            raise as_advisor_error(exc) from None
+    return wrapper
+
+
+__all__ = ["TOOLS", "ToolSpec", "available_tools", "guarded", "AdvisorError"]
