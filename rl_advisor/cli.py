@@ -226,13 +226,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_extra_commands(sub: Any) -> None:
-    """Commands that are not MCP tools (demo, serve, ...) register here when their module exists."""
-    for module_name in ("rl_advisor.demo", "rl_advisor.extra_commands"):
-        try:
-            module = __import__(module_name, fromlist=["register"])
-        except ImportError:
-            continue
-        module.register(sub)
+    """Commands that are not MCP tools (demo, diagnose FILE, ...): every module in
+    rl_advisor/commands with a ``register(subparsers)`` function."""
+    import importlib
+    import pkgutil
+
+    import rl_advisor.commands as commands
+
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"rl_advisor.commands.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
