@@ -18,9 +18,10 @@ import sys
 from typing import Any, Callable
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from pydantic import ValidationError
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, FieldProblem, as_advisor_error
 from rl_advisor import __version__, paths
 from rl_advisor.tools import available_tools, guarded
 
@@ -32,8 +33,52 @@ budget_memory -> plan_placement -> render_config -> launch_run (dry run unless c
 run_metrics -> diagnose_run. Read the resource rl-advisor://skill first."""
 
 
+class AdvisorToolError(ToolError):
+    """A ToolError carrying the structured ``AdvisorError`` payload (field, value, allowed)."""
+
+    def __init__(self, payload: dict[str, Any]):
+        self.payload = payload
+        super().__init__(json.dumps(payload, sort_keys=True))
+
+
 def _tool_error(exc: AdvisorError) -> ToolError:
-    return ToolError(json.dumps(exc.to_dict(), sort_keys=True))
+    return AdvisorToolError(exc.to_dict())
+
+
+class AdvisorMCPServer(MCPServer):
+    """MCPServer whose every rejected call answers the same JSON: ``{"error", "problems": [{field,...}]}``.
+
+    The SDK reports argument-validation failures as pydantic's plain text behind an "Error
+    executing tool" prefix and silently drops unknown argument names; an agent then has to
+    parse prose. Here unknown names, schema failures and AdvisorErrors raised inside a tool
+    all become one payload naming the field (the text of an ``isError`` result). Crashes
+    (UnexpectedToolError) are left to the SDK, which hides their text from the client.
+    """
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            known = sorted(t.name for t in self._tool_manager.list_tools())
+            raise AdvisorToolError(AdvisorError("unknown tool", field="name", value=name,
+                                                allowed=", ".join(known)).to_dict())
+        allowed = set((tool.parameters or {}).get("properties", {}))
+        unknown = sorted(k for k in (arguments or {}) if k not in allowed)
+        if unknown:
+            raise AdvisorToolError(AdvisorError([
+                FieldProblem(field=str(k), value=None, message="unknown argument",
+                             allowed=", ".join(sorted(allowed)) or "no arguments")
+                for k in unknown]).to_dict())
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, AdvisorToolError):
+                raise AdvisorToolError(cause.payload) from None
+            if isinstance(cause, ValidationError):
+                raise AdvisorToolError(as_advisor_error(cause).to_dict()) from None
+            raise
 
 
 def _as_mcp_tool(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -73,18 +118,23 @@ def _doc_resources(server: MCPServer) -> None:
         for path in sorted(guide.glob("*.md")):
             entries.append((f"rl-advisor://guide/{path.stem}", f"guide/{path.stem}", str(path)))
 
-    for uri, name, file in entries:
-        def reader(_file: str = file) -> str:
-            with open(_file, encoding="utf-8") as fh:
+    def make_reader(file: str) -> Callable[[], str]:
+        # A zero-argument handler: the SDK rejects parameters on a URI without {variables}.
+        def reader() -> str:
+            with open(file, encoding="utf-8") as fh:
                 return fh.read()
+        return reader
+
+    for uri, name, file in entries:
+        reader = make_reader(file)
         reader.__name__ = f"read_{name.replace('/', '_').replace('-', '_')}"
         server.resource(uri, name=name, mime_type="text/markdown",
                         description=f"rl-advisor {name}")(reader)
 
 
 def build_server() -> MCPServer:
-    server = MCPServer(name="rl-advisor", instructions=INSTRUCTIONS, version=__version__,
-                       log_level="WARNING")
+    server = AdvisorMCPServer(name="rl-advisor", instructions=INSTRUCTIONS, version=__version__,
+                              log_level="WARNING")
     for spec, fn in available_tools():
         if spec.cli_only:
             continue
