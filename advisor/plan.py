@@ -311,6 +311,11 @@ class DataSpec(Strict):
     prompt_key: str = Field("prompt", min_length=1, max_length=200)
     max_prompt_length: int = Field(512, gt=0, le=1_048_576)
     max_response_length: int = Field(1024, gt=0, le=1_048_576)
+    mean_prompt_length: int | None = Field(
+        None, gt=0, description="Typical prompt tokens (measured on the data); memory and time "
+        "follow actual tokens when padding is removed. Absent = max_prompt_length (worst case).")
+    mean_response_length: int | None = Field(
+        None, gt=0, description="Typical response tokens; absent = max_response_length (worst case).")
     train_batch_size: int = Field(256, gt=0, description="Prompts per step.")
     mini_batch_size: int | None = Field(None, gt=0, description="Prompts per optimizer step.")
     micro_batch_size_per_gpu: int | None = Field(None, gt=0, description="Sequences per fwd/bwd per GPU.")
