@@ -17,6 +17,12 @@ class PlanCheck(BaseModel):
     online: bool = False
     plan_yaml: str = ""
 
+    def to_text(self) -> str:
+        lines = [f"plan is valid ({'on-policy' if self.online else 'offline'}); resident roles: "
+                 f"{', '.join(self.resident_roles)}"]
+        lines += [f"  warning: {w}" for w in self.warnings] or ["  no warnings"]
+        return "\n".join(lines)
+
 
 def resident_roles(plan: Plan) -> list[str]:
     """Roles whose weights a step needs, following the guide's role table.
