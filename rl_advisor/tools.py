@@ -42,6 +42,8 @@ TOOLS: list[ToolSpec] = [
              "Rank post-training methods (DPO, GRPO, PPO, ...) for an objective, with rationale."),
     ToolSpec("choose_framework", "advisor.choose_framework:choose_framework",
              "Rank frameworks (veRL, OpenRLHF, TRL, NeMo-RL, ...) for a method and scale, with why-nots."),
+    ToolSpec("list_catalog", "advisor.catalog:list_catalog",
+             "List the GPU catalog (memory, bandwidth, FLOP/s, links) or the model catalog (exact dims)."),
 ]
 
 
