@@ -1,0 +1,478 @@
+"""Incremental metric readers for every log format the advisor meets.
+
+A reader is fed text chunks as they arrive (``feed(chunk) -> list[MetricPoint]``) and keeps only
+the unfinished last line and a few counters, so memory stays bounded however long the run is.
+``finish()`` parses a last line without its newline and flushes multi-line records.
+
+Formats (the names backends and diagnose_run use):
+
+* ``verl_console``: ``step:N - key:value - ...`` (values may print as ``np.float64(x)``, ``True``),
+  also the one-metric-per-line layout (`` - key:value``) and terminal-wrapped lines;
+* ``verl_jsonl``: veRL's ``file`` logger, ``{"step": N, "data": {...}}`` per line;
+* ``trl_trainer_state``: a ``trainer_state.json`` (``log_history`` is streamed element by element);
+* ``trl_console``: Python-dict lines (string values in transformers 5), tqdm carriage returns —
+  the step is taken from the last tqdm ``N/M`` counter when there is one;
+* ``trl_jsonl``: one flat JSON object per log with ``step`` (the callback of rendered TRL runs);
+* ``openrlhf_console``: ``Global step N: {...}`` lines;
+* ``nemo_rl_console``: ``Step N/M`` headers and ``📊 Training Results`` / ``⏱️ Timing`` blocks
+  with ``• Name: value`` lines;
+* ``table``: a tab-separated table with a header row (metric extracts);
+* ``text``: anything else (tracebacks, stderr, prose) — no metrics, but still line-counted.
+
+Every line reader recognises all line formats, because real logs mix them (a Ray driver log holds
+veRL step lines between worker tracebacks, a markdown issue embeds TRL dicts); the format name only
+labels the points. TensorBoard event files are binary and read in ``rl_advisor.metric_files``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Iterable
+
+from advisor.metrics.model import MetricPoint, make_point
+
+FORMATS = ("verl_console", "verl_jsonl", "trl_trainer_state", "trl_console", "trl_jsonl",
+           "openrlhf_console", "nemo_rl_console", "tensorboard", "table", "text")
+
+MAX_LINE_CHARS = 4 << 20
+"""A line longer than this is cut (binary garbage without newlines must not grow the buffer)."""
+
+_WRAPPED = re.compile(r"^(?:np\.|numpy\.|torch\.)?(?:float|int|uint|bool|tensor)\d*\(\s*([^,()]+?)\s*(?:,.*)?\)$")
+_VERL_STEP = re.compile(r"(?:^|[\s>)])step:\s*(\d+)\s+-\s+")
+_TQDM = re.compile(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+,\s*(?:[\d.]+|\?)\s*(?:s/it|it/s)")
+_PYDICT_ITEM = re.compile(r"'([^'\\]{1,200})':\s*(?:'([^'\\]{0,64})'|([^,'}\s][^,}]*))")
+_OPENRLHF = re.compile(r"Global step (\d+):\s*(\{.*)")
+_NEMO_STEP = re.compile(r"\bStep\s+(\d+)\s*/\s*(\d+)\b")
+_NEMO_ITEM = re.compile(r"^[•◦▪]\s*([A-Za-z][\w \-/().]*?)\s*:\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\s*(s|ms|%)?")
+_STRUCTURED = frozenset({"verl_jsonl", "trl_jsonl", "table"})
+_CONT_START = re.compile(r"^[\w/:.@\-]")
+
+
+def parse_number(text: str) -> float | None:
+    """A logged value as a float: ``0.5``, ``'0.5'``, ``np.float64(0.5)``, ``True``, ``nan``."""
+    s = text.strip().strip("'\"")
+    if not s:
+        return None
+    try:
+        return float(s)
+    except ValueError:
+        pass
+    if s == "True":
+        return 1.0
+    if s == "False":
+        return 0.0
+    m = _WRAPPED.match(s)
+    if m:
+        inner = m.group(1)
+        if inner in ("True", "False"):
+            return 1.0 if inner == "True" else 0.0
+        try:
+            return float(inner)
+        except ValueError:
+            return None
+    return None
+
+
+def _flatten(obj: dict, prefix: str = "", out: dict[str, float] | None = None) -> dict[str, float]:
+    out = {} if out is None else out
+    for key, val in obj.items():
+        name = f"{prefix}{key}"
+        if isinstance(val, bool):
+            out[name] = 1.0 if val else 0.0
+        elif isinstance(val, (int, float)):
+            out[name] = float(val)
+        elif isinstance(val, str):
+            num = parse_number(val)
+            if num is not None:
+                out[name] = num
+        elif isinstance(val, dict) and len(out) < 10000:
+            _flatten(val, name + "/", out)
+    return out
+
+
+def _as_step(value: object) -> int | None:
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    if math.isfinite(f) and abs(f) < 1e15:
+        return int(f)
+    return None
+
+
+class LogReader:
+    """Line-oriented reader for every text format (see the module docstring)."""
+
+    def __init__(self, fmt: str = "text"):
+        self.format = fmt
+        self.line_no = 0
+        self.points_read = 0
+        self.total_steps: int | None = None
+        self._buf = ""
+        self._ordinal = 0
+        self._tqdm_step: int | None = None
+        self._pending: str | None = None  # a veRL step line that may continue on the next line
+        self._pending_line = 0
+        self._block: dict[str, float] = {}  # veRL one-metric-per-line block
+        self._block_line = 0
+        self._block_step: int | None = None
+        self._nemo: dict[str, float] = {}
+        self._nemo_step: int | None = None
+        self._nemo_line = 0
+        self._nemo_section = ""
+        self._table: list[str] | None = None
+
+    # ----------------------------------------------------------------- public API
+
+    def feed(self, chunk: str) -> list[MetricPoint]:
+        """Parse the complete lines of ``chunk`` (plus what was left over); keep the rest."""
+        if not chunk:
+            return []
+        data = self._buf + chunk if self._buf else chunk
+        lines = data.split("\n")
+        self._buf = lines.pop()
+        if len(self._buf) > MAX_LINE_CHARS:
+            self._buf = self._buf[:MAX_LINE_CHARS]
+        out: list[MetricPoint] = []
+        for line in lines:
+            self.line_no += 1
+            self._line(line, out)
+        return out
+
+    def finish(self) -> list[MetricPoint]:
+        """End of input: parse a last unterminated line and flush multi-line records."""
+        out: list[MetricPoint] = []
+        if self._buf:
+            self.line_no += 1
+            self._line(self._buf, out)
+            self._buf = ""
+        self._flush_pending(out)
+        self._flush_block(out)
+        self._flush_nemo(out)
+        return out
+
+    # ----------------------------------------------------------------- helpers
+
+    def _emit(self, out: list[MetricPoint], raw: dict[str, float], step: int | None, line: int,
+              source: str) -> None:
+        if not raw:
+            return
+        point = make_point(raw, step=step, line=line, source=source, total_steps=self.total_steps)
+        if not point.values and source not in _STRUCTURED:
+            return  # a dict or key:value line that carries no training metric (config echo, ...)
+        self._ordinal += 1
+        if point.step is None:
+            point.step = self._ordinal
+        self.points_read += 1
+        out.append(point)
+
+    def _flush_pending(self, out: list[MetricPoint]) -> None:
+        if self._pending is None:
+            return
+        text, self._pending = self._pending, None
+        m = _VERL_STEP.search(text)
+        if not m:
+            return
+        raw: dict[str, float] = {}
+        for seg in text[m.end():].split(" - "):
+            key, sep, val = seg.rpartition(":")
+            if not sep:
+                continue
+            key = key.strip()
+            if not key or " " in key:
+                continue
+            num = parse_number(val)
+            if num is not None:
+                raw[key] = num
+        self._emit(out, raw, int(m.group(1)), self._pending_line, "verl_console")
+
+    @staticmethod
+    def _looks_complete(t: str) -> bool:
+        """A step line whose last ``key:value`` is whole (not cut by a terminal wrap)."""
+        key, sep, val = t.rpartition(" - ")[2].rpartition(":")
+        return bool(sep) and bool(key) and parse_number(val) is not None and t[-1] not in "-./"
+
+    def _flush_block(self, out: list[MetricPoint]) -> None:
+        if self._block:
+            raw, self._block = self._block, {}
+            self._emit(out, raw, self._block_step, self._block_line, "verl_console")
+            self._block_step = None
+
+    def _flush_nemo(self, out: list[MetricPoint]) -> None:
+        if self._nemo:
+            raw, self._nemo = self._nemo, {}
+            self._emit(out, raw, self._nemo_step, self._nemo_line, "nemo_rl_console")
+
+    # ----------------------------------------------------------------- one line
+
+    def _line(self, line: str, out: list[MetricPoint]) -> None:
+        if "\x00" in line:
+            line = line.replace("\x00", "")
+        if "\r" in line:
+            for seg in line.split("\r"):
+                self._segment(seg, out)
+        else:
+            self._segment(line, out)
+
+    def _segment(self, s: str, out: list[MetricPoint]) -> None:
+        t = s.strip()
+        if t.startswith(">"):
+            t = t.lstrip("> ").strip()
+        if self._pending is not None:
+            if t and _CONT_START.match(t) and (" - " in t or " " not in t) and ": " not in t \
+                    and "|" not in t and not t.startswith("-") and not _VERL_STEP.search(t):
+                self._pending += t
+                return
+            self._flush_pending(out)
+        if not t:
+            return
+        # tqdm counters give TRL its step numbers.
+        if "/it]" in t or "it/s]" in t:
+            last = None
+            for last in _TQDM.finditer(t):
+                pass
+            if last is not None:
+                self._tqdm_step = int(last.group(1))
+                self.total_steps = int(last.group(2))
+        # veRL console step line
+        if "step:" in t and " - " in t:
+            m = _VERL_STEP.search(t)
+            if m:
+                self._flush_block(out)
+                self._pending = t
+                self._pending_line = self.line_no
+                if self._looks_complete(t):  # emit now (a followed run shows its last step at once)
+                    self._flush_pending(out)
+                return
+        # veRL one-metric-per-line block (" - key:value")
+        if t.startswith("- ") and ":" in t and "{" not in t:
+            key, _, val = t[2:].rpartition(":")
+            key = key.strip()
+            num = parse_number(val)
+            if key and " " not in key and num is not None:
+                if not self._block:
+                    self._block_line = self.line_no
+                self._block[key] = num
+                return
+        elif self._block:
+            self._flush_block(out)
+        c0 = t[0]
+        if c0 == "{" or "Global step" in t:
+            if self._dict_line(t, out):
+                return
+        if "Step" in t:
+            m = _NEMO_STEP.search(t)
+            if m and ("=" in t or t.startswith("Step")):
+                self._flush_nemo(out)
+                self._nemo_step = int(m.group(1))
+                self.total_steps = int(m.group(2))
+                self._nemo_line = self.line_no
+                self._nemo_section = ""
+                return
+        if c0 in "•◦▪":
+            m = _NEMO_ITEM.match(t)
+            if m:
+                num = parse_number(m.group(2))
+                if num is not None:
+                    label = re.sub(r"[^a-z0-9]+", "_", m.group(1).lower()).strip("_")
+                    if m.group(3) == "ms":
+                        num /= 1000.0
+                    key = f"timing/{label}" if self._nemo_section == "timing" else label
+                    if not self._nemo:
+                        self._nemo_line = self.line_no
+                    self._nemo[key] = num
+                    return
+        if "Training Results" in t:
+            self._nemo_section = "train"
+            return
+        if "Timing" in t and len(t) < 40:
+            self._nemo_section = "timing"
+            return
+        if "\t" in t:
+            self._table_line(t, out)
+
+    def _dict_line(self, t: str, out: list[MetricPoint]) -> bool:
+        if "Global step" in t:
+            m = _OPENRLHF.search(t)
+            if m:
+                raw = self._pydict(m.group(2))
+                self._emit(out, raw, int(m.group(1)), self.line_no, "openrlhf_console")
+                return True
+        body = t
+        if body.startswith('{"'):
+            try:
+                obj = json.loads(body)
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict):
+                if isinstance(obj.get("data"), dict):
+                    raw = _flatten(obj["data"])
+                    self._emit(out, raw, _as_step(obj.get("step")), self.line_no, "verl_jsonl")
+                    return True
+                step = _as_step(obj.get("step", obj.get("global_step")))
+                raw = _flatten({k: v for k, v in obj.items() if k not in ("step",)})
+                if "train_runtime" not in raw:
+                    self._emit(out, raw, step, self.line_no, "trl_jsonl")
+                return True
+            return False
+        if body.startswith("{'"):
+            raw = self._pydict(body)
+            if raw and "train_runtime" not in raw:
+                self._emit(out, raw, self._tqdm_step, self.line_no, "trl_console")
+            return bool(raw)
+        return False
+
+    @staticmethod
+    def _pydict(body: str) -> dict[str, float]:
+        raw: dict[str, float] = {}
+        for m in _PYDICT_ITEM.finditer(body):
+            val = m.group(2) if m.group(2) is not None else m.group(3)
+            num = parse_number(val)
+            if num is not None:
+                raw[m.group(1)] = num
+        return raw
+
+    def _table_line(self, t: str, out: list[MetricPoint]) -> None:
+        cells = [c.strip() for c in t.split("\t")]
+        if len(cells) < 2:
+            return
+        nums = [parse_number(c) for c in cells]
+        if self._table is not None and len(cells) == len(self._table) and all(n is not None for n in nums):
+            raw = dict(zip(self._table, nums))  # type: ignore[arg-type]
+            step = _as_step(raw.pop("step")) if "step" in raw else None
+            self._emit(out, raw, step, self.line_no, "table")
+            return
+        if sum(n is None for n in nums) >= max(2, len(cells) // 2) and all(cells) and \
+                all(len(c) < 120 and " " not in c for c in cells):
+            self._table = cells
+
+
+class TrainerStateReader:
+    """Streams ``log_history`` of a TRL/transformers ``trainer_state.json``, one element at a
+    time (only the element being read is buffered)."""
+
+    format = "trl_trainer_state"
+
+    def __init__(self) -> None:
+        self._buf = ""
+        self._state = "seek"
+        self._decoder = json.JSONDecoder()
+        self.line_no = 0
+        self.points_read = 0
+        self.total_steps: int | None = None
+        self._consumed_lines = 0
+        self._ordinal = 0
+        self._head = ""
+
+    def feed(self, chunk: str) -> list[MetricPoint]:
+        out: list[MetricPoint] = []
+        if not chunk:
+            return out
+        self.line_no += chunk.count("\n")
+        self._buf += chunk
+        if self._state == "seek":
+            i = self._buf.find('"log_history"')
+            if i < 0:
+                self._head = (self._head + self._buf)[-4096:]
+                self._buf = self._buf[-32:]
+                return out
+            j = self._buf.find("[", i)
+            if j < 0:
+                return out
+            self._head = (self._head + self._buf[:i])[-4096:]
+            m = re.search(r'"max_steps"\s*:\s*(\d+)', self._head)
+            if m:
+                self.total_steps = int(m.group(1))
+            self._consumed_lines += self._buf[:j + 1].count("\n")
+            self._buf = self._buf[j + 1:]
+            self._state = "array"
+        while self._state == "array":
+            stripped = self._buf.lstrip(" \t\r\n,")
+            self._consumed_lines += self._buf[: len(self._buf) - len(stripped)].count("\n")
+            self._buf = stripped
+            if not self._buf:
+                break
+            if self._buf[0] == "]":
+                self._state = "done"
+                self._buf = ""
+                break
+            try:
+                obj, end = self._decoder.raw_decode(self._buf)
+            except ValueError:
+                if len(self._buf) > MAX_LINE_CHARS:  # not JSON we can read: give up on it
+                    self._state = "done"
+                    self._buf = ""
+                break
+            line = self._consumed_lines + 1
+            self._consumed_lines += self._buf[:end].count("\n")
+            self._buf = self._buf[end:]
+            if isinstance(obj, dict) and "train_runtime" not in obj:
+                raw = _flatten({k: v for k, v in obj.items() if k != "step"})
+                if raw:
+                    self._ordinal += 1
+                    step = _as_step(obj.get("step"))
+                    point = make_point(raw, step=step if step is not None else self._ordinal, line=line,
+                                       source=self.format, total_steps=self.total_steps)
+                    self.points_read += 1
+                    out.append(point)
+        if self._state == "done":
+            self._buf = ""
+        return out
+
+    def finish(self) -> list[MetricPoint]:
+        return []
+
+
+def detect_format(head: str | Iterable[str]) -> str:
+    """The format of a log from its first lines (a hint: every line reader reads all formats).
+
+    Accepts the head as one string or as a list of lines.
+    """
+    text = head if isinstance(head, str) else "\n".join(head)
+    text = text.lstrip("\ufeff")
+    stripped = text.lstrip()
+    if stripped.startswith("{") and ('"log_history"' in text or '"best_model_checkpoint"' in text
+                                     or '"global_step"' in text[:2000] and '"is_world_process_zero"' in text):
+        return "trl_trainer_state"
+    counts = dict.fromkeys(FORMATS, 0)
+    for raw_line in text.splitlines()[:400]:
+        for line in raw_line.split("\r"):
+            t = line.strip().lstrip("> ")
+            if not t:
+                continue
+            if "step:" in t and " - " in t and _VERL_STEP.search(t):
+                counts["verl_console"] += 1
+            elif "Global step" in t and _OPENRLHF.search(t):
+                counts["openrlhf_console"] += 1
+            elif t.startswith('{"'):
+                if '"data"' in t:
+                    counts["verl_jsonl"] += 1
+                else:
+                    counts["trl_jsonl"] += 1
+            elif "{'" in t and _PYDICT_ITEM.search(t):
+                counts["trl_console"] += 1
+            elif "Training Results" in t or (t.startswith("•") and _NEMO_ITEM.match(t)):
+                counts["nemo_rl_console"] += 1
+            elif t.count("\t") >= 2:
+                counts["table"] += 1
+    best = max(counts.items(), key=lambda kv: kv[1])
+    return best[0] if best[1] > 0 else "text"
+
+
+def make_reader(fmt: str | None = None) -> LogReader | TrainerStateReader:
+    """A fresh incremental reader for ``fmt`` (``None`` or unknown: the universal line reader)."""
+    if fmt == "trl_trainer_state":
+        return TrainerStateReader()
+    if fmt == "tensorboard":
+        raise ValueError("TensorBoard event files are binary: use rl_advisor.metric_files.read_tensorboard")
+    return LogReader(fmt or "text")
+
+
+def parse_text(text: str, fmt: str | None = None) -> list[MetricPoint]:
+    """Every point of a whole text (format detected when not given)."""
+    reader = make_reader(fmt or detect_format(text[:65536]))
+    points = reader.feed(text)
+    points.extend(reader.finish())
+    return points
