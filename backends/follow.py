@@ -74,10 +74,12 @@ class FileFollower:
         return self.reader.feed(text) or []
 
     def flush(self) -> list[Any]:
-        """Once the run has ended: hand the reader a final newline so a last line without one
-        (a run killed mid-write) is parsed if it is complete JSON/text, and ignored otherwise."""
+        """Once the run has ended: let the reader finish, so a last line without its newline
+        (a run killed mid-write) is parsed if it is complete, and ignored otherwise."""
         tail = self._decoder.decode(b"", final=True)
-        new = list(self._feed(tail + "\n"))
+        new = list(self._feed(tail)) if tail else []
+        finish = getattr(self.reader, "finish", None)
+        new += list(finish() or []) if finish else list(self._feed("\n"))
         self.points.extend(new)
         self.points_seen += len(new)
         return new

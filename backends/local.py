@@ -79,7 +79,13 @@ class LocalBackend:
         Path(spec.working_dir).mkdir(parents=True, exist_ok=True)
         log_path = run_dir / CONSOLE_LOG
         env = {**os.environ, **spec.env, "PYTHONUNBUFFERED": "1"}
-        cmd = [sys.executable, str(RUNNER), "--status-dir", str(run_dir), "--", *spec.entrypoint]
+        # The run uses this interpreter and its environment's tools (trl, accelerate, ...).
+        bindir = str(Path(sys.executable).parent)
+        env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+        argv = list(spec.entrypoint)
+        if argv[0] in ("python", "python3"):
+            argv[0] = sys.executable
+        cmd = [sys.executable, str(RUNNER), "--status-dir", str(run_dir), "--", *argv]
         with open(log_path, "ab", buffering=0) as log:
             try:
                 proc = subprocess.Popen(cmd, cwd=spec.working_dir, env=env, stdin=subprocess.DEVNULL,

@@ -44,6 +44,19 @@ TOOLS: list[ToolSpec] = [
              "Rank frameworks (veRL, OpenRLHF, TRL, NeMo-RL, ...) for a method and scale, with why-nots."),
     ToolSpec("list_catalog", "advisor.catalog:list_catalog",
              "List the GPU catalog (memory, bandwidth, FLOP/s, links) or the model catalog (exact dims)."),
+    ToolSpec("launch_run", "rl_advisor.launch_tools:launch_run",
+             "Launch a Plan locally, on Ray or on Kubernetes (dry run unless confirm=true); returns the run id.",
+             read_only=False),
+    ToolSpec("run_status", "rl_advisor.launch_tools:run_status",
+             "State of a launched run (re-derived from its backend) with its status history."),
+    ToolSpec("run_logs", "rl_advisor.launch_tools:run_logs",
+             "Last lines of a launched run's console output."),
+    ToolSpec("run_metrics", "rl_advisor.launch_tools:run_metrics",
+             "A launched run's metrics so far, in the normalised vocabulary (read incrementally)."),
+    ToolSpec("stop_run", "rl_advisor.launch_tools:stop_run",
+             "Stop a run by its registry id (dry run unless confirm=true).", read_only=False),
+    ToolSpec("list_runs", "rl_advisor.launch_tools:list_runs",
+             "Runs in the registry, newest first."),
 ]
 
 

@@ -42,7 +42,7 @@ def make_reader(fmt: str | None, first_text: str = "") -> Any:
     import advisor.metrics as metrics
 
     if fmt is None:
-        fmt = metrics.detect_format(first_text.splitlines()[:20])
+        fmt = metrics.detect_format(first_text)
     return metrics.make_reader(fmt)
 
 
@@ -86,3 +86,54 @@ def read_metrics(record: RunRecord, *, final: bool | None = None) -> list[Any]:
                 fol._flushed = True  # type: ignore[attr-defined]
             points.extend(fol.points)
     return points
+
+
+def launch_artifact(rendered: Any) -> Any:
+    """The artifact that starts the run: the launch script, else the Python entry script."""
+    for kind in ("launch_script", "entry_script"):
+        for art in rendered.artifacts:
+            if art.kind == kind:
+                return art
+    raise AdvisorError("the rendered config has no launch script or entry script",
+                       field="plan.framework", value=str(rendered.framework))
+
+
+def ray_resources(plan: Any) -> Any:
+    """The placement plan's Ray resources (None if advisor.placement is not available)."""
+    try:
+        from advisor.placement.resources import ray_resources as compute
+    except ImportError:
+        return None
+    return compute(plan)
+
+
+def base_spec(rendered: Any, plan: Any, *, run_id: str, run_dir: Path, backend: str,
+              options: dict[str, Any], metrics_files: list[str], metrics_format: str | None,
+              log_format: str | None, env: dict[str, str] | None = None) -> "LaunchSpec":
+    """The LaunchSpec shared by every framework: artifacts in ``<run_dir>/work``, the launch
+    artifact as entrypoint, the Plan's env plus the framework's, resources from placement."""
+    from backends.protocol import LaunchSpec, Resources
+
+    entry = launch_artifact(rendered)
+    work = Path(run_dir) / "work"
+    argv = ["bash", entry.name] if entry.format == "shell" else ["python", entry.name]
+    resources = Resources()
+    rp = ray_resources(plan) if backend in ("ray", "k8s") else None
+    if rp is not None:
+        bundles = [{"GPU": float(b.GPU), "CPU": float(b.CPU)} for pool in rp.pools for b in pool.bundles]
+        strategies = {pool.strategy for pool in rp.pools}
+        resources = Resources(num_cpus=1.0, placement_bundles=bundles,
+                              placement_strategy=next(iter(strategies)) if len(strategies) == 1 else "PACK")
+    full_env = {**plan.env, **(env or {})}
+    return LaunchSpec(run_id=run_id, name=plan.name, framework=str(plan.framework.value),
+                      run_dir=str(run_dir), working_dir=str(work), entrypoint=argv, env=full_env,
+                      resources=resources, metrics_files=metrics_files,
+                      metrics_format=metrics_format, log_format=log_format,
+                      options={**options, "planned_ids": {"submission_id": run_id} if backend == "ray" else {}})
+
+
+def output_path(plan: Any, work: Path, *parts: str) -> str:
+    """``logging.output_dir`` (relative to the working dir unless absolute) joined with parts."""
+    out = Path(plan.logging.output_dir)
+    base = out if out.is_absolute() else Path(work) / out
+    return str(base.joinpath(*parts))
