@@ -1,0 +1,113 @@
+"""The tiny condition language shared by choose_method and choose_framework rule tables.
+
+A rule's ``when`` is a mapping ``fact -> test``; it holds when every test holds. Tests:
+
+* a scalar: the fact equals it (enum facts are compared by their string value);
+* a list: the fact is one of them (for a list-valued fact: any element is one of them);
+* a mapping of operators: ``any_of`` / ``none_of`` / ``all_of`` (list facts), ``in`` / ``not_in``,
+  ``eq`` / ``ne``, ``lt`` / ``lte`` / ``gt`` / ``gte``.
+
+An unknown fact (None) fails every test, so a rule never fires on information the user did not
+give. Tables are validated when loaded: an unknown fact or operator is a bug in the data file,
+reported with the rule id.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Iterable
+
+OPERATORS = frozenset({"any_of", "none_of", "all_of", "in", "not_in", "eq", "ne", "lt", "lte", "gt", "gte"})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def test(value: Any, spec: Any) -> bool:
+    """Does one fact value pass one test?"""
+    value = _plain(value)
+    if value is None:
+        return False
+    if isinstance(spec, dict):
+        return all(_op(value, op, arg) for op, arg in spec.items())
+    if isinstance(spec, list):
+        if isinstance(value, list):
+            return any(v in spec for v in value)
+        return value in spec
+    if isinstance(value, list):
+        return spec in value
+    return value == spec
+
+
+def _op(value: Any, op: str, arg: Any) -> bool:
+    items = value if isinstance(value, list) else [value]
+    if op == "any_of":
+        return any(v in arg for v in items)
+    if op == "none_of":
+        return not any(v in arg for v in items)
+    if op == "all_of":
+        return all(a in items for a in arg)
+    if op == "in":
+        return value in arg
+    if op == "not_in":
+        return value not in arg
+    if op == "eq":
+        return value == arg
+    if op == "ne":
+        return value != arg
+    try:
+        if op == "lt":
+            return value < arg
+        if op == "lte":
+            return value <= arg
+        if op == "gt":
+            return value > arg
+        if op == "gte":
+            return value >= arg
+    except TypeError:
+        return False
+    raise ValueError(f"unknown operator {op!r}")
+
+
+def holds(when: dict[str, Any] | None, facts: dict[str, Any]) -> bool:
+    """True when every test of ``when`` passes against ``facts`` (an empty ``when`` always holds)."""
+    return all(test(facts.get(fact), spec) for fact, spec in (when or {}).items())
+
+
+def check_when(when: Any, known_facts: Iterable[str], where: str) -> None:
+    """Validate a ``when`` mapping from a data file (facts and operators must be known)."""
+    known = set(known_facts)
+    if when is None:
+        return
+    if not isinstance(when, dict):
+        raise ValueError(f"{where}: `when` must be a mapping, got {type(when).__name__}")
+    for fact, spec in when.items():
+        if fact not in known:
+            raise ValueError(f"{where}: unknown fact {fact!r}; known: {sorted(known)}")
+        if isinstance(spec, dict):
+            bad = set(spec) - OPERATORS
+            if bad:
+                raise ValueError(f"{where}: unknown operator(s) {sorted(bad)} on {fact!r}")
+
+
+def describe(when: dict[str, Any] | None) -> str:
+    """A compact human-readable form of a ``when`` mapping (for generated guide tables)."""
+    if not when:
+        return "always"
+    parts = []
+    for fact, spec in when.items():
+        if isinstance(spec, dict):
+            for op, arg in spec.items():
+                sym = {"lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "eq": "=", "ne": "!="}.get(op)
+                arg_text = ", ".join(map(str, arg)) if isinstance(arg, list) else str(arg)
+                parts.append(f"{fact} {sym} {arg_text}" if sym else f"{fact} {op.replace('_', ' ')} [{arg_text}]")
+        elif isinstance(spec, list):
+            parts.append(f"{fact} in [{', '.join(map(str, spec))}]")
+        else:
+            parts.append(f"{fact} = {str(spec).lower() if isinstance(spec, bool) else spec}")
+    return "; ".join(parts)
