@@ -1,0 +1,599 @@
+"""Step-time model of one RL step, phase by phase, with the physical limit beside each phase.
+
+Sources (perf-anchors.md §3, §4, §7; HybridFlow's d_cost, §2.1):
+
+- **Decode** is bound by HBM bandwidth: a decode step of an engine with TP ``t`` reads the
+  weights once (``W/t`` per GPU; for MoE only the experts the batch touches) plus the KV cache
+  of every running sequence (``ctx * kv_bytes_per_token / t``), capped below by the compute
+  roof ``2 N_active b / (t * peak)``. Continuous batching keeps ``C`` sequences running per
+  engine (``C`` = min(max_num_seqs, KV capacity / mean context)); the batch then drains along
+  the response-length distribution (log-normal, truncated at max_response_length, with the
+  plan's mean), so the long tail is paid in weight reads: a step happens while *any* sequence
+  runs (``1-(1-S(t))^C``) and costs KV reads for the ``C*S(t)`` that do.
+- **Prefill, forward passes and training** are compute-bound: ``k * N_active * tokens`` plus
+  the attention term ``k * sum(s^2) * d_head * n_heads * L`` (veRL's flops counter), with
+  k = 2 (forward), 6 (train) or 8 (train with full recompute), 4 (LoRA: no weight grads).
+  Pipeline bubbles multiply by ``(m+p-1)/m``; tensor-parallel all-reduces add their bytes over
+  the intra-node link; FSDP/ZeRO-3 gathers run concurrently with compute (``max``).
+- **Weight sync** moves the policy weights to the rollout engines over the link between the
+  pools (NVLink inside a node, the node NIC across nodes) plus a per-tensor cost.
+- **Offload** moves the offloaded parameter / optimizer bytes over the host link.
+- **Combination**: phases of one pool run in sequence (sum); pools run in parallel (max) within
+  a stage (generate, score, train); stages run in sequence for synchronous layouts. One-step-off
+  overlaps generation of step N+1 with training of step N: ``max(gen, score+train) + sync``.
+  Fully async also hides the long tail (generation streams at the saturated rate).
+
+Every prediction is ``limit / efficiency``; the efficiencies come from
+``advisor/data/time_model.yaml`` where they were fitted on the published rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from advisor.errors import AdvisorError
+from advisor.placement.models import PhaseTime, StepTime
+from advisor.plan import Method, ModelSpec, OFFLINE_METHODS, Parallelism, Plan, Pool, RoleModel
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "time_model.yaml"
+GIB = 1024 ** 3
+
+
+# --------------------------------------------------------------------------- data table
+
+
+@lru_cache(maxsize=1)
+def load_table() -> dict[str, Any]:
+    return yaml.safe_load(DATA.read_text())
+
+
+def default_factors() -> dict[str, float]:
+    """The fitted efficiency factors (name -> value)."""
+    return {k: float(v["value"]) for k, v in load_table()["factors"].items()}
+
+
+def constant(name: str) -> Any:
+    row = load_table()["constants"][name]
+    return row["value"] if isinstance(row, dict) else row
+
+
+# --------------------------------------------------------------------------- resolved inputs
+
+
+@dataclass(frozen=True)
+class Device:
+    """The numbers of one GPU type in one cluster shape, in SI units."""
+
+    name: str
+    hbm_bytes: float
+    hbm_bw: float          # B/s
+    peak_flops: float      # dense bf16 FLOP/s
+    link_bw: float         # intra-node GPU<->GPU, B/s per GPU, one direction
+    node_nic_bw: float     # B/s per node
+    gpus_per_node: int
+    host_bw: float         # B/s per GPU (PCIe)
+
+    @property
+    def nic_per_gpu(self) -> float:
+        return self.node_nic_bw / self.gpus_per_node
+
+    def dp_link(self, gpus: int) -> float:
+        """Bandwidth of a collective over ``gpus`` ranks: NVLink inside a node, the NIC share across."""
+        return self.link_bw if gpus <= self.gpus_per_node else min(self.link_bw, self.nic_per_gpu)
+
+
+def device_for(plan: Plan) -> Device:
+    from advisor.catalog import get_gpu  # H1's catalog
+
+    gpu = get_gpu(plan.hardware.gpu, field="plan.hardware.gpu")
+    gen5 = {g.lower() for g in constant("pcie_gen5_gpus")}
+    host = constant("host_link_gbs_gen5") if gpu.name.lower() in gen5 else constant("host_link_gbs")
+    return Device(
+        name=gpu.name,
+        hbm_bytes=float(gpu.hbm_gib) * 1e9,  # marketed "80 GB" capacity
+        hbm_bw=float(gpu.hbm_bandwidth_tbs) * 1e12,
+        peak_flops=float(gpu.bf16_tflops) * 1e12,
+        link_bw=float(gpu.intra_node_bandwidth_gbs) * 1e9,
+        node_nic_bw=plan.hardware.inter_node_gbps / 8 * 1e9,
+        gpus_per_node=plan.hardware.gpus_per_node,
+        host_bw=float(host) * 1e9,
+    )
+
+
+@dataclass(frozen=True)
+class Arch:
+    """What the time model needs to know about one model."""
+
+    params: float
+    active: float
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    bytes_per_param: float
+    mla_kv_dim: int          # >0 for MLA: values cached per layer per token (not split by TP)
+    experts: int
+    experts_per_token: int
+    expert_params: float     # parameters of one expert in one layer
+    moe_layers: int
+    tensors: int             # parameter tensors (per-tensor sync cost)
+
+    @property
+    def weight_bytes(self) -> float:
+        return self.params * self.bytes_per_param
+
+    def kv_bytes_per_token_gpu(self, tp: int) -> float:
+        """KV bytes per cached token on one GPU of a TP group (KV heads replicate when tp > kv)."""
+        if self.mla_kv_dim:
+            return self.layers * self.mla_kv_dim * 2.0
+        return 2.0 * self.layers * max(self.kv_heads / tp, 1.0) * self.head_dim * 2.0
+
+    def decode_weight_bytes(self, batch: float) -> float:
+        """Weight bytes one decode step reads: all dense weights, and the experts the batch touches."""
+        if not self.experts:
+            return self.weight_bytes
+        all_experts = self.expert_params * self.experts * self.moe_layers
+        dense = self.params - all_experts
+        touched = self.experts * (1.0 - (1.0 - self.experts_per_token / self.experts) ** max(batch, 1.0))
+        return (dense + touched * self.expert_params * self.moe_layers) * self.bytes_per_param
+
+
+def arch_for(spec: ModelSpec, dtype: str = "bf16", quantization: str = "none") -> Arch:
+    from advisor.catalog import count_active_params, count_params
+
+    params = float(spec.params or count_params(spec))
+    active = float(spec.active_params or (count_active_params(spec) if spec.is_moe else params))
+    bpp = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}[dtype]
+    if quantization in ("int8", "fp8"):
+        bpp = 1.0
+    elif quantization == "nf4":
+        bpp = 0.5
+    moe_layers = max(spec.num_layers - spec.first_k_dense_layers, 0) if spec.is_moe else 0
+    expert_params = 3.0 * spec.hidden_size * spec.moe_intermediate_size if spec.is_moe else 0.0
+    per_layer = 4 + 2 + (3 if spec.qkv_bias else 0) + (2 if spec.qk_norm else 0)
+    per_layer += (3 * spec.num_experts + 1 + 3 * spec.num_shared_experts) if spec.is_moe else 3
+    mla = (spec.kv_lora_rank + spec.qk_rope_head_dim) if spec.attention == "mla" else 0
+    return Arch(params=params, active=active, layers=spec.num_layers, hidden=spec.hidden_size,
+                heads=spec.num_heads, kv_heads=spec.num_kv_heads, head_dim=spec.head_dim,
+                bytes_per_param=bpp, mla_kv_dim=mla, experts=spec.num_experts,
+                experts_per_token=spec.experts_per_token, expert_params=expert_params,
+                moe_layers=moe_layers, tensors=spec.num_layers * per_layer + 3)
+
+
+def role_spec(plan: Plan, role: str) -> tuple[ModelSpec, RoleModel]:
+    """The model of a role; reference and critic default to the policy's weights."""
+    from advisor.catalog import resolve_role_model
+
+    rm = getattr(plan, role, None)
+    if rm is None:
+        if role == "reward":
+            raise AdvisorError("no reward model in the plan", field="plan.reward")
+        rm = plan.policy
+        field = "plan.policy"
+    else:
+        field = f"plan.{role}"
+    return resolve_role_model(rm, field), rm
+
+
+# --------------------------------------------------------------------------- lengths
+
+
+class LengthDist:
+    """Response lengths: log-normal with the given mean after truncation at ``max_len``.
+
+    Truncation puts the mass above ``max_len`` at ``max_len`` (clipped responses), which is what
+    a synchronous rollout waits for. ``mean >= max_len`` gives fixed-length responses.
+    """
+
+    def __init__(self, mean: float, max_len: int, sigma: float):
+        self.max_len = int(max_len)
+        self.sigma = sigma
+        self.mean = min(float(mean), float(max_len))
+        self.fixed = self.mean >= self.max_len - 0.5 or sigma <= 0
+        self.mu = self._solve_mu() if not self.fixed else 0.0
+
+    @staticmethod
+    def _phi(x: float) -> float:
+        return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+    def _trunc_mean(self, mu: float) -> float:
+        s, c = self.sigma, float(self.max_len)
+        lc = math.log(c)
+        return math.exp(mu + s * s / 2) * self._phi((lc - mu - s * s) / s) + c * (1 - self._phi((lc - mu) / s))
+
+    def _solve_mu(self) -> float:
+        lo, hi = -10.0, math.log(self.max_len) + 10.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            if self._trunc_mean(mid) < self.mean:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
+
+    def survival(self, t: float) -> float:
+        """P(length > t)."""
+        if t >= self.max_len:
+            return 0.0
+        if self.fixed:
+            return 1.0
+        if t <= 0:
+            return 1.0
+        return 1.0 - self._phi((math.log(t) - self.mu) / self.sigma)
+
+    def clip_ratio(self) -> float:
+        return 1.0 if self.fixed else 1.0 - self._phi((math.log(self.max_len) - self.mu) / self.sigma)
+
+    def second_moment(self) -> float:
+        """E[L^2] by integrating 2 t S(t)."""
+        if self.fixed:
+            return self.mean ** 2
+        n = 400
+        dt = self.max_len / n
+        return sum(2 * (i + 0.5) * dt * self.survival((i + 0.5) * dt) * dt for i in range(n))
+
+
+# --------------------------------------------------------------------------- phases
+
+
+@dataclass
+class _Phase:
+    phase: str
+    pool: str
+    gpus: int
+    seconds: float
+    lower: float
+    bound: str
+    eff: float
+    detail: str = ""
+    overlapped: bool = False
+
+    def out(self) -> PhaseTime:
+        return PhaseTime(phase=self.phase, pool=self.pool, gpus=self.gpus, seconds=round(self.seconds, 4),
+                         lower_bound_s=round(self.lower, 4), bound=self.bound, efficiency=round(self.eff, 4),
+                         overlapped=self.overlapped, detail=self.detail)
+
+
+def _decode(arch: Arch, dev: Device, *, engines: int, tp: int, seqs: int, prompt: float,
+            dist: LengthDist, max_num_seqs: int, mem_fraction: float, eta_bw: float, eta_c: float,
+            static_batch: bool, streaming: bool) -> tuple[float, float, int, float, str]:
+    """Decode time of the whole rollout (seconds, physical limit, concurrency, waves, bound)."""
+    q = math.ceil(seqs / engines)
+    kv_tok = arch.kv_bytes_per_token_gpu(tp)
+    weights_gpu = arch.weight_bytes / tp
+    kv_pool = mem_fraction * dev.hbm_bytes - weights_gpu - constant("engine_reserved_gib") * GIB
+    if kv_pool <= 0:
+        raise _Infeasible(f"rollout engine: weights {weights_gpu / GIB:.1f} GiB per GPU at TP {tp} "
+                          f"leave no KV cache in {mem_fraction:.2f} of {dev.hbm_bytes / 1e9:.0f} GB")
+    e_l2 = dist.second_moment()
+    ctx_res = prompt + e_l2 / (2 * max(dist.mean, 1.0))
+    c = int(max(1, min(max_num_seqs, q, kv_pool // (kv_tok * ctx_res))))
+    if static_batch:  # padded batches sized for the longest response
+        c = int(max(1, min(max_num_seqs, q, kv_pool // (kv_tok * (prompt + dist.max_len)))))
+    lat = constant("tp_allreduce_latency_us") * 1e-6
+    comm_step = 0.0 if tp == 1 else 2 * arch.layers * lat
+
+    def step(b_kv: float, p_any: float, ctx: float, eta_b: float, eta_f: float) -> float:
+        mem = (p_any * arch.decode_weight_bytes(b_kv) / tp + b_kv * ctx * kv_tok) / (dev.hbm_bw * eta_b)
+        flops = 2.0 * arch.active * b_kv / (tp * dev.peak_flops * eta_f)
+        return max(mem, flops) + p_any * comm_step
+
+    def total(eta_b: float, eta_f: float) -> tuple[float, str]:
+        per_tok = step(c, 1.0, ctx_res, eta_b, eta_f)
+        mem_part = (arch.decode_weight_bytes(c) / tp + c * ctx_res * kv_tok) / (dev.hbm_bw * eta_b)
+        bound = "hbm_bandwidth" if mem_part >= 2.0 * arch.active * c / (tp * dev.peak_flops * eta_f) else "compute"
+        if streaming:  # fully async: generation streams at the saturated rate, the tail overlaps
+            return q * dist.mean / c * per_tok, bound
+        n = 200
+        dt = dist.max_len / n
+        if static_batch:
+            waves = math.ceil(q / c)
+            wave = 0.0
+            for i in range(n):
+                t = (i + 0.5) * dt
+                p_any = 1.0 - (1.0 - dist.survival(t)) ** c
+                wave += dt * step(c, p_any, prompt + t, eta_b, eta_f) * (1 if p_any > 0 else 0)
+            return waves * wave, bound
+        sat = max(q - c, 0) * dist.mean / c * per_tok
+        drain = 0.0
+        for i in range(n):
+            t = (i + 0.5) * dt
+            s = dist.survival(t)
+            p_any = 1.0 - (1.0 - s) ** c
+            drain += dt * step(c * s, p_any, prompt + t, eta_b, eta_f)
+        return sat + drain, bound
+
+    secs, bound = total(eta_bw, eta_c)
+    lower, _ = total(1.0, 1.0)
+    return secs, lower, c, q / c, bound
+
+
+class _Infeasible(Exception):
+    """The time model cannot run this layout (e.g. the rollout engine has no KV cache)."""
+
+
+def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, tokens: float,
+                   seq_sq: float, k: float, eta: float, micro_tokens: float, mini_batches: int,
+                   sharded_gather: bool, grad_bytes: float, lora: bool) -> tuple[float, float, str]:
+    """A forward (k=2) or training (k=6/8/4) pass over ``tokens`` on ``gpus`` GPUs."""
+    flops = k * arch.active * tokens + k * seq_sq * arch.head_dim * arch.heads * arch.layers
+    compute = flops / (gpus * dev.peak_flops)
+    mp = par.tp * par.pp * par.cp
+    dp = max(gpus // mp, 1)
+    # pipeline bubble: m micro-batches per DP rank and mini-batch
+    m = max(1.0, tokens / dp / max(mini_batches, 1) / micro_tokens)
+    bubble = (m + par.pp - 1) / m if par.pp > 1 else 1.0
+    # tensor-parallel all-reduces (2 per layer forward, 2 more backward; not overlapped)
+    n_ar = 2 if k <= 2 else (4 if k < 8 else 6)
+    tp_comm = 0.0
+    if par.tp > 1:
+        tp_comm = n_ar * arch.layers * (tokens / dp) * arch.hidden * 2 * 2 * (par.tp - 1) / par.tp \
+            / dev.link_bw / par.pp
+    # data-parallel traffic: FSDP/ZeRO-3 gathers the parameters each micro-batch (forward, and
+    # backward when training) and reduce-scatters fp32 grads; otherwise one grad all-reduce per
+    # optimizer step. It runs concurrently with compute.
+    shard_bytes = arch.params * 2.0 / mp
+    link = dev.dp_link(dp * mp)
+    n_micro = max(1.0, tokens / dp / micro_tokens)
+    if dp <= 1:
+        dp_comm = 0.0
+    elif sharded_gather:
+        per_micro = shard_bytes * (1 if k <= 2 else 2) + (grad_bytes / mp if k > 2 else 0.0)
+        dp_comm = n_micro * per_micro * (dp - 1) / dp / link
+    else:
+        dp_comm = (2 * grad_bytes / mp * (dp - 1) / dp / link * mini_batches) if k > 2 else 0.0
+    secs = max(compute / eta * bubble + tp_comm, dp_comm)
+    lower = max(compute + tp_comm, dp_comm)
+    bound = "compute" if compute / eta * bubble + tp_comm >= dp_comm else "interconnect"
+    return secs, lower, bound
+
+
+# --------------------------------------------------------------------------- the step
+
+
+def pools_of(plan: Plan) -> list[Pool]:
+    """The plan's pools; an empty placement means one pool of every GPU holding every role."""
+    if plan.placement.pools:
+        return list(plan.placement.pools)
+    roles: list[str] = ["policy", "reference", "rollout"]
+    if plan.reward is not None:
+        roles.append("reward")
+    if plan.method == Method.PPO:
+        roles.append("critic")
+    return [Pool(name="all", nodes=plan.hardware.nodes, gpus_per_node=plan.hardware.gpus_per_node,
+                 roles=roles)]
+
+
+def pool_of(pools: list[Pool], role: str) -> Pool | None:
+    for p in pools:
+        if role in p.roles:
+            return p
+    return None
+
+
+def active_roles(plan: Plan) -> list[str]:
+    """Roles that do work in a step (the guide's role table via plan_check.resident_roles)."""
+    from advisor.plan_check import resident_roles
+
+    roles = list(resident_roles(plan))
+    if plan.is_online:
+        roles.append("rollout")
+    return roles
+
+
+def predict_step(plan: Plan, factors: dict[str, float] | None = None) -> StepTime:
+    """Predict one step of ``plan`` as placed by ``plan.placement`` (see module docstring)."""
+    f = dict(default_factors())
+    if factors:
+        f.update(factors)
+    dev = device_for(plan)
+    pools = pools_of(plan)
+    roles = active_roles(plan)
+    total_gpus = sum(p.gpus for p in pools)
+    d = plan.data
+    n = (plan.algorithm.group_size or 1) if plan.is_online else 1
+    prompts = d.train_batch_size
+    seqs = prompts * n
+    prompt_len = float(d.mean_prompt_length or max(1, round(d.max_prompt_length * constant("default_prompt_fill"))))
+    prompt_len = min(prompt_len, d.max_prompt_length)
+    resp_mean = float(d.mean_response_length or max(1, round(d.max_response_length * constant("default_response_fill"))))
+    assumptions: list[str] = []
+    if d.mean_prompt_length is None:
+        assumptions.append(f"mean prompt length {prompt_len:.0f} tokens assumed "
+                           f"({constant('default_prompt_fill'):.0%} of max); set data.mean_prompt_length")
+    if d.mean_response_length is None:
+        assumptions.append(f"mean response length {resp_mean:.0f} tokens assumed "
+                           f"({constant('default_response_fill'):.0%} of max); set data.mean_response_length")
+    dist = LengthDist(resp_mean, d.max_response_length, constant("response_length_sigma"))
+    if plan.method in OFFLINE_METHODS:
+        seqs = prompts * (2 if plan.method in (Method.DPO, Method.ORPO, Method.SIMPO, Method.REWARD_MODEL) else 1)
+    remove_padding = plan.memory.remove_padding
+    seq_len = prompt_len + dist.mean if remove_padding else d.max_prompt_length + d.max_response_length
+    tokens = seqs * seq_len
+    # sum over sequences of s^2 (attention FLOPs)
+    e_s2 = (prompt_len ** 2 + 2 * prompt_len * dist.mean + dist.second_moment()) if remove_padding else seq_len ** 2
+    seq_sq = seqs * e_s2
+    micro_tokens = float(d.max_token_len_per_gpu or constant("default_max_token_len_per_gpu")) if d.use_dynamic_bsz \
+        else float(d.micro_batch_size_per_gpu or constant("default_micro_batch_per_gpu")) * seq_len
+    mini_batches = max(1, d.train_batch_size // (d.mini_batch_size or d.train_batch_size)) * plan.algorithm.epochs_per_batch
+    phases: list[_Phase] = []
+    pol_spec, pol_rm = role_spec(plan, "policy")
+    pol = arch_for(pol_spec, pol_rm.dtype, pol_rm.quantization)
+    mk = plan.memory
+    sharded = mk.train_backend in ("fsdp", "fsdp2") or (mk.train_backend == "deepspeed" and mk.zero_stage == 3)
+    recompute = mk.recompute == "full"
+    lora = mk.lora_rank > 0
+    k_train = (4.0 if lora else 6.0) + (2.0 if recompute else 0.0)
+    grad_bytes_full = (pol.params * 4.0) if not lora else 0.0
+    eta_f, eta_t = f["forward_mfu"], f["train_mfu"]
+
+    def pool_or_fail(role: str) -> Pool:
+        p = pool_of(pools, role)
+        if p is None:
+            raise AdvisorError(f"role {role!r} is on no pool", field="plan.placement.pools",
+                               value=[q.name for q in pools], allowed=f"a pool whose roles include {role}")
+        return p
+
+    # ---- generate
+    rollout_pool = None
+    if "rollout" in roles:
+        rollout_pool = pool_or_fail("rollout")
+        tp_r = plan.rollout.tp
+        engines = plan.rollout.engines or max(rollout_pool.gpus // tp_r, 1)
+        g = engines * tp_r
+        pf_flops = 2.0 * pol.active * prompts * prompt_len + 2.0 * prompts * prompt_len ** 2 * pol.head_dim * pol.heads * pol.layers
+        pf = pf_flops / (g * dev.peak_flops)
+        phases.append(_Phase("rollout_prefill", rollout_pool.name, g, pf / eta_f, pf, "compute", eta_f,
+                             f"{prompts} prompts x {prompt_len:.0f} tokens (prefix shared by n={n})"))
+        static = plan.rollout.engine == "hf"
+        eta_bw = f["decode_hbm_efficiency_static"] if static else f["decode_hbm_efficiency"]
+        colocated_rollout = len(rollout_pool.roles) > 1
+        frac = mk.rollout_memory_fraction
+        secs, lower, conc, waves, bound = _decode(
+            pol, dev, engines=engines, tp=tp_r, seqs=seqs, prompt=prompt_len, dist=dist,
+            max_num_seqs=plan.rollout.max_num_seqs, mem_fraction=frac, eta_bw=eta_bw, eta_c=eta_f,
+            static_batch=static, streaming=plan.placement.mode == "fully_async")
+        phases.append(_Phase("rollout_decode", rollout_pool.name, g, secs, lower, bound, eta_bw,
+                             f"{engines} engines x TP{tp_r}, {seqs} sequences, {conc} running per engine, "
+                             f"{waves:.1f} waves, mean {dist.mean:.0f} / max {dist.max_len} tokens, "
+                             f"clip ratio {dist.clip_ratio():.1%}"
+                             + ("; colocated with training" if colocated_rollout else "")))
+    else:
+        conc, waves = 0, 0.0
+
+    # ---- score: forward passes
+    def fwd(role: str, phase: str) -> None:
+        p = pool_or_fail(role)
+        spec, rm = role_spec(plan, role) if role != "policy" else (pol_spec, pol_rm)
+        a = arch_for(spec, rm.dtype, rm.quantization) if role != "policy" else pol
+        par = rm.parallel if getattr(plan, role, None) is not None else plan.policy.parallel
+        secs, lower, bound = _compute_phase(a, dev, gpus=p.gpus, par=par, tokens=tokens, seq_sq=seq_sq, k=2.0,
+                                            eta=eta_f, micro_tokens=micro_tokens, mini_batches=1,
+                                            sharded_gather=sharded, grad_bytes=0.0, lora=False)
+        phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_f, f"{tokens / 1e6:.2f} M tokens"))
+
+    if plan.is_online:
+        if "reward" in roles:
+            fwd("reward", "reward_forward")
+        if "reference" in roles:
+            fwd("reference", "reference_forward")
+        if plan.framework.value != "trl" or plan.algorithm.epochs_per_batch > 1:
+            fwd("policy", "old_logprob_forward")
+        if "critic" in roles:
+            fwd("critic", "critic_forward")
+    elif "reference" in roles:
+        fwd("reference", "reference_forward")
+
+    # ---- train
+    def train(role: str, phase: str) -> None:
+        p = pool_or_fail(role)
+        if role == "policy":
+            a, rm = pol, pol_rm
+        else:
+            spec, rm = role_spec(plan, role)
+            a = arch_for(spec, rm.dtype, rm.quantization)
+        par = rm.parallel if getattr(plan, role, None) is not None else plan.policy.parallel
+        # veRL FSDP keeps fp32 params, so its grads reduce in fp32; DeepSpeed/Megatron reduce bf16
+        gb = a.params * (4.0 if mk.train_backend in ("fsdp", "fsdp2") else 2.0) if not lora else 0.0
+        secs, lower, bound = _compute_phase(a, dev, gpus=p.gpus, par=par, tokens=tokens * plan.algorithm.epochs_per_batch,
+                                            seq_sq=seq_sq * plan.algorithm.epochs_per_batch, k=k_train, eta=eta_t,
+                                            micro_tokens=micro_tokens, mini_batches=mini_batches,
+                                            sharded_gather=sharded, grad_bytes=gb, lora=lora)
+        phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_t,
+                             f"{k_train:.0f}N FLOPs/token{' (full recompute)' if recompute else ''}, "
+                             f"{mini_batches} optimizer steps"))
+        # offloaded states cross the host link every step
+        moved = 0.0
+        if rm.param_offload or (role == "policy" and mk.param_offload):
+            moved += 2 * a.params * 2.0 / p.gpus * 2  # in and out, used by two phases
+        if rm.optimizer_offload or (role == "policy" and mk.optimizer_offload):
+            moved += 2 * a.params * (12.0 if not lora else 0.0) / p.gpus
+        if moved:
+            t = moved / dev.host_bw
+            phases.append(_Phase("offload_transfer", p.name, p.gpus, t, t, "host_link", 1.0,
+                                 f"{moved / GIB:.1f} GiB per GPU over PCIe ({role})"))
+
+    train("policy", "actor_update")
+    if "critic" in roles:
+        train("critic", "critic_update")
+    _ = grad_bytes_full
+
+    # ---- weight sync
+    if rollout_pool is not None:
+        policy_pool = pool_or_fail("policy")
+        tp_r = plan.rollout.tp
+        eta_s = f["sync_link_efficiency"]
+        per_tensor = f["sync_per_tensor_ms"] * 1e-3 * pol.tensors
+        if policy_pool.name == rollout_pool.name:
+            # reshard in place: each GPU gathers its rollout TP shard from the training shards
+            bw = dev.dp_link(policy_pool.gpus)
+            moved = pol.weight_bytes / tp_r
+            link_s = moved / bw
+            if plan.rollout.sleep_level == 1:
+                link_s += pol.weight_bytes / tp_r / dev.host_bw
+            detail = f"reshard {moved / GIB:.1f} GiB per GPU in place"
+        else:
+            same_node = policy_pool.gpus + rollout_pool.gpus <= dev.gpus_per_node and plan.hardware.nodes == 1
+            bw = dev.link_bw if same_node else dev.node_nic_bw
+            link_s = pol.weight_bytes / bw
+            detail = f"broadcast {pol.weight_bytes / GIB:.1f} GiB over {'NVLink' if same_node else 'the node NIC'}"
+        secs = link_s / eta_s + per_tensor
+        phases.append(_Phase("weight_sync", rollout_pool.name, rollout_pool.gpus, secs, link_s, "interconnect",
+                             eta_s, detail + f", {pol.tensors} tensors"))
+
+    phases.append(_Phase("step_overhead", "all", total_gpus, f["step_overhead_s"], 0.0, "fixed", 1.0,
+                         "reward scoring, data, RPC, logging"))
+
+    # ---- combine: sum within a pool, max across pools, per stage
+    stages = {
+        "generate": {"rollout_prefill", "rollout_decode"},
+        "score": {"reward_forward", "reference_forward", "old_logprob_forward", "critic_forward"},
+        "train": {"actor_update", "critic_update", "offload_transfer"},
+        "sync": {"weight_sync"},
+        "fixed": {"step_overhead"},
+    }
+
+    def stage_time(names: set[str], lower: bool = False) -> float:
+        per_pool: dict[str, float] = {}
+        for ph in phases:
+            if ph.phase in names:
+                per_pool[ph.pool] = per_pool.get(ph.pool, 0.0) + (ph.lower if lower else ph.seconds)
+        return max(per_pool.values(), default=0.0)
+
+    def combine(lower: bool) -> tuple[float, str]:
+        gen, score, tr = (stage_time(stages[s], lower) for s in ("generate", "score", "train"))
+        sync, fixed = stage_time(stages["sync"], lower), stage_time(stages["fixed"], lower)
+        mode = plan.placement.mode
+        if mode in ("one_step_off", "fully_async") and rollout_pool is not None:
+            return max(gen, score + tr) + sync + fixed, \
+                f"{mode}: max(generate {gen:.1f} s, score+train {score + tr:.1f} s) + sync {sync:.1f} s + {fixed:.1f} s"
+        return gen + score + tr + sync + fixed, \
+            f"sync: generate {gen:.1f} + score {score:.1f} + train {tr:.1f} + sync {sync:.1f} + {fixed:.1f} s"
+
+    step_s, path = combine(False)
+    lower_s, _ = combine(True)
+    if plan.placement.mode in ("one_step_off", "fully_async") and rollout_pool is not None:
+        gen = stage_time(stages["generate"])
+        rest = stage_time(stages["score"]) + stage_time(stages["train"])
+        for ph in phases:
+            if (ph.phase in stages["generate"] and gen <= rest) or \
+                    ((ph.phase in stages["score"] or ph.phase in stages["train"]) and rest < gen):
+                ph.overlapped = True
+    worst = max((ph for ph in phases if not ph.overlapped and ph.phase != "step_overhead"),
+                key=lambda ph: ph.seconds, default=phases[0])
+    share = worst.seconds / step_s if step_s else 0.0
+    bottleneck = f"{worst.phase} on {worst.pool} ({share:.0%}, {worst.bound})"
+    return StepTime(step_s=round(step_s, 3), lower_bound_s=round(lower_s, 3), phases=[p.out() for p in phases],
+                    bottleneck=bottleneck, critical_path=path, tokens_per_step=int(tokens),
+                    tokens_per_s_per_gpu=round(tokens / step_s / total_gpus, 2), total_gpus=total_gpus,
+                    decode_waves=round(waves, 2), concurrency_per_engine=conc, assumptions=assumptions)
+
+
+Infeasible = _Infeasible

@@ -1,0 +1,177 @@
+"""Predicted vs published step time (and tokens/s/GPU) for the published time rows.
+
+    python benchmarks/placement_accuracy.py                 # the dev rows in ../shared/cases
+    python benchmarks/placement_accuracy.py --cases F.yaml  # any file of the same shape (hidden rows)
+    python benchmarks/placement_accuracy.py --fit [--write] # refit the efficiency factors
+
+Every row is turned into a Plan by advisor.placement.cases (shape-dispatched, with the inputs the
+source does not state listed as `inferred`), predicted by advisor.placement.timemodel with the one
+set of factors in advisor/data/time_model.yaml, and compared with the published number. The
+physical limit (the same phases at 100 % efficiency) is printed beside each prediction; the
+baseline column is that limit, so the table also shows how far real systems sit from it.
+
+The fit minimises the mean squared log error with every *case* (source) weighted equally, so a
+source with twenty rows does not outvote one with two; it has no per-case constants.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from advisor.placement.cases import TimeCase, time_cases  # noqa: E402
+from advisor.placement.timemodel import DATA, Infeasible, default_factors, predict_step  # noqa: E402
+
+FIT_KEYS = ["decode_hbm_efficiency", "decode_hbm_efficiency_static", "forward_mfu", "train_mfu",
+            "sync_link_efficiency", "sync_per_tensor_ms", "step_overhead_s"]
+BOUNDED = {"decode_hbm_efficiency", "decode_hbm_efficiency_static", "forward_mfu", "train_mfu",
+           "sync_link_efficiency"}
+
+
+def load_cases(path: Path) -> list[TimeCase]:
+    doc = yaml.safe_load(path.read_text())
+    extra = yaml.safe_load((REPO / "tests" / "cases" / "placement" / "models.yaml").read_text())["models"]
+    return time_cases(doc, extra)
+
+
+def predict(case: TimeCase, factors: dict[str, float]) -> tuple[float, float, float | None, str]:
+    """(predicted, physical limit, predicted tokens/s/GPU, bottleneck) in the row's metric."""
+    st = predict_step(case.plan, factors)
+    if case.metric == "sync_s":
+        ph = next(p for p in st.phases if p.phase == "weight_sync")
+        return ph.seconds, ph.lower_bound_s, None, "weight_sync"
+    return st.step_s * case.scale, st.lower_bound_s * case.scale, st.tokens_per_s_per_gpu, st.bottleneck
+
+
+def evaluate(cases: list[TimeCase], factors: dict[str, float]) -> list[dict[str, Any]]:
+    rows = []
+    for c in cases:
+        row: dict[str, Any] = {"case": c.case, "row": c.row, "metric": c.metric, "published": c.published,
+                               "inferred": len(c.inferred), "scored": c.scored and c.plan is not None}
+        if not row["scored"]:
+            row["note"] = c.skip_reason
+            rows.append(row)
+            continue
+        try:
+            pred, lower, tok, bottleneck = predict(c, factors)
+        except Infeasible as exc:
+            row.update(scored=False, note=f"infeasible in the model: {exc}")
+            rows.append(row)
+            continue
+        row.update(predicted=pred, limit=lower, error=pred / c.published - 1.0, tok=tok,
+                   tok_pub=c.published_tok_s_gpu, bottleneck=bottleneck)
+        rows.append(row)
+    return rows
+
+
+def loss(rows: list[dict[str, Any]]) -> float:
+    per_case: dict[str, list[float]] = {}
+    for r in rows:
+        if r["scored"]:
+            per_case.setdefault(r["case"], []).append(math.log(r["predicted"] / r["published"]) ** 2)
+    return sum(sum(v) / len(v) for v in per_case.values()) / max(len(per_case), 1)
+
+
+def fit(cases: list[TimeCase], start: dict[str, float]) -> dict[str, float]:
+    f = dict(start)
+    best = loss(evaluate(cases, f))
+    step = 2.0
+    while step > 1.02:
+        improved = False
+        for key in FIT_KEYS:
+            for mult in (step, 1 / step):
+                trial = dict(f)
+                trial[key] = f[key] * mult
+                if key in BOUNDED and trial[key] > 1.0:
+                    continue
+                val = loss(evaluate(cases, trial))
+                if val < best - 1e-9:
+                    f, best, improved = trial, val, True
+        if not improved:
+            step = math.sqrt(step)
+    return f
+
+
+def write_factors(factors: dict[str, float], rows: list[dict[str, Any]]) -> None:
+    text = DATA.read_text()
+    for key, val in factors.items():
+        text = re.sub(rf"(\n  {key}:\n    value: )[0-9.eE+-]+", rf"\g<1>{val:.4g}", text)
+    errs = [abs(r["error"]) for r in rows if r["scored"]]
+    fit_block = (f"fit:\n  rows: {len(errs)}\n  median_abs_error: {statistics.median(errs):.3f}\n"
+                 f"  max_abs_error: {max(errs):.3f}\n"
+                 f"  note: python benchmarks/placement_accuracy.py --fit --write on {time.strftime('%Y-%m-%d')}; "
+                 f"|predicted/published - 1| over the scored dev rows\n")
+    text = text[: text.index("fit:\n")] + fit_block
+    DATA.write_text(text)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    out = [f"{'case':<34} {'row':<42} {'metric':<7} {'published':>10} {'predicted':>10} {'limit':>9} "
+           f"{'error':>7} {'tok/s/GPU pub':>13} {'pred':>6} {'inf':>3}  bottleneck"]
+    out.append("-" * len(out[0]))
+    for r in rows:
+        if not r["scored"]:
+            out.append(f"{r['case'][:34]:<34} {r['row'][:42]:<42} {r['metric']:<7} "
+                       f"{r['published'] if r['published'] is not None else '':>10} {'-':>10}  not scored: {r.get('note', '')}")
+            continue
+        tok_pub = f"{r['tok_pub']:.0f}" if r.get("tok_pub") else "-"
+        tok = f"{r['tok']:.0f}" if r.get("tok") and r.get("tok_pub") else "-"
+        out.append(f"{r['case'][:34]:<34} {r['row'][:42]:<42} {r['metric']:<7} {r['published']:>10.2f} "
+                   f"{r['predicted']:>10.2f} {r['limit']:>9.2f} {r['error']:>+7.0%} {tok_pub:>13} {tok:>6} "
+                   f"{r['inferred']:>3}  {r['bottleneck']}")
+    scored = [r for r in rows if r["scored"]]
+    errs = [abs(r["error"]) for r in scored]
+    if errs:
+        out.append("")
+        out.append(f"scored rows: {len(errs)}   median |error| {statistics.median(errs):.1%}   "
+                   f"max |error| {max(errs):.1%}   within 25%: {sum(e <= 0.25 for e in errs)}/{len(errs)}   "
+                   f"within 50%: {sum(e <= 0.5 for e in errs)}/{len(errs)}")
+        by_case: dict[str, list[float]] = {}
+        for r in scored:
+            by_case.setdefault(r["case"], []).append(abs(r["error"]))
+        for case, v in by_case.items():
+            out.append(f"  {case:<45} rows {len(v):>2}  median |error| {statistics.median(v):6.1%}  max {max(v):6.1%}")
+        ratio = [r["predicted"] / r["limit"] for r in scored if r["limit"]]
+        out.append(f"baseline (physical limit, 100% efficiency): published/limit median "
+                   f"{statistics.median([r['published'] / r['limit'] for r in scored if r['limit']]):.2f}x, "
+                   f"predicted/limit median {statistics.median(ratio):.2f}x")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", type=Path, default=REPO.parent / "shared" / "cases" / "published-dev.yaml")
+    ap.add_argument("--fit", action="store_true", help="refit the efficiency factors on these rows")
+    ap.add_argument("--write", action="store_true", help="with --fit: write them to advisor/data/time_model.yaml")
+    args = ap.parse_args(argv)
+    if not args.cases.is_file():
+        print(f"no cases file at {args.cases}", file=sys.stderr)
+        return 2
+    cases = load_cases(args.cases)
+    factors = default_factors()
+    t0 = time.perf_counter()
+    if args.fit:
+        factors = fit(cases, factors)
+        print("fitted factors: " + ", ".join(f"{k}={v:.4g}" for k, v in factors.items()))
+    rows = evaluate(cases, factors)
+    print(table(rows))
+    print(f"\n({len(cases)} rows from {args.cases.name}, {time.perf_counter() - t0:.1f} s)")
+    if args.fit and args.write:
+        write_factors(factors, rows)
+        print(f"wrote {DATA.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
