@@ -1,0 +1,207 @@
+"""The guide and the tools agree: one source of truth for rules, thresholds, facts and fixes.
+
+1. Every generated block in guide/ equals a fresh rendering from the tools' data files
+   (scripts/regenerate_docs.py), and every block has a generator.
+2. Every guide section the tools cite (``guide/x.md#anchor`` in advisor/data/*.yaml and in the
+   tools' outputs) exists, so an agent following a citation lands on the right heading.
+3. The hand-written tables that summarise the same decisions agree with the tools: the method
+   support matrix with render_config's support table, and the decision guide's "start with" table
+   with choose_method's actual ranking.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from tests.test_skill import anchors
+
+GUIDE = REPO / "guide"
+DATA = REPO / "advisor" / "data"
+
+
+def _load_regenerate_docs():
+    spec = importlib.util.spec_from_file_location("regenerate_docs", REPO / "scripts" / "regenerate_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+regen = _load_regenerate_docs()
+
+
+# --------------------------------------------------------------------------- 1. generated blocks
+
+
+@pytest.mark.parametrize("page", sorted(GUIDE.glob("*.md")) + [REPO / "SKILL.md"],
+                         ids=lambda p: p.relative_to(REPO).as_posix())
+def test_generated_blocks_equal_a_fresh_regeneration(page):
+    text = page.read_text(encoding="utf-8")
+    fresh = regen.regenerate_text(text)
+    if text != fresh:
+        stale = [n for n in regen.blocks_in(text)
+                 if regen.BLOCK.search(text) and _block(text, n) != _block(fresh, n)]
+        pytest.fail(f"{page.name}: stale generated blocks {stale}; run python scripts/regenerate_docs.py")
+
+
+def _block(text: str, name: str) -> str:
+    for m in regen.BLOCK.finditer(text):
+        if m["name"] == name:
+            return m["body"]
+    raise AssertionError(f"no block {name}")
+
+
+def test_every_block_has_a_generator_and_every_generator_is_used():
+    used = set()
+    for page in GUIDE.glob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        names = regen.blocks_in(text)
+        assert len(names) == len(set(names)), f"{page.name}: a block appears twice"
+        assert text.count("<!-- BEGIN GENERATED") == len(names), f"{page.name}: unbalanced markers"
+        used |= set(names)
+    assert used == set(regen.GENERATORS), (used ^ set(regen.GENERATORS))
+
+
+def test_regeneration_changes_only_generated_blocks_and_reflects_the_data(monkeypatch, tmp_path):
+    """A changed rule in the data changes the guide (the sync is real, not a copy of itself)."""
+    page = (GUIDE / "decision-guides.md").read_text(encoding="utf-8")
+    data = yaml.safe_load((DATA / "method_rules.yaml").read_text(encoding="utf-8"))
+    data["rules"][0]["rationale"] = "A rationale that exists only in this test."
+    fake = tmp_path / "data"
+    fake.mkdir()
+    for f in DATA.iterdir():
+        (fake / f.name).write_bytes(f.read_bytes())
+    (fake / "method_rules.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    monkeypatch.setattr(regen, "DATA", fake)
+    import advisor.choose_method as cm
+
+    original = cm.resources.files
+
+    class _Files:
+        def __init__(self, pkg):
+            self._real = original(pkg)
+
+        def joinpath(self, *parts):
+            if parts[-1] == "method_rules.yaml" or parts == ("data/method_rules.yaml",):
+                return fake / "method_rules.yaml"
+            return self._real.joinpath(*parts)
+
+    monkeypatch.setattr(cm.resources, "files", _Files)
+    try:
+        fresh = regen.regenerate_text(page)
+    finally:
+        cm.load_method_rules.cache_clear()
+    assert "A rationale that exists only in this test." in fresh
+    outside = regen.BLOCK.sub("", page)
+    assert regen.BLOCK.sub("", fresh) == outside, "regeneration touched prose outside the markers"
+
+
+# --------------------------------------------------------------------------- 2. citations resolve
+
+
+GUIDE_REF = re.compile(r"guide/([a-z0-9-]+\.md)(?:#([a-z0-9-]+))?")
+
+
+def _cited_sections() -> list[tuple[str, str, str | None]]:
+    out = []
+    for f in sorted(DATA.glob("*.yaml")):
+        for page, anchor in GUIDE_REF.findall(f.read_text(encoding="utf-8")):
+            out.append((f.name, page, anchor or None))
+    return out
+
+
+def test_the_tools_data_cites_guide_sections():
+    cited = _cited_sections()
+    assert any(src == "method_rules.yaml" for src, _, _ in cited)
+
+
+@pytest.mark.parametrize("source,page,anchor", sorted(set(_cited_sections())),
+                         ids=lambda v: str(v))
+def test_every_guide_section_cited_by_the_tools_exists(source, page, anchor):
+    path = GUIDE / page
+    assert path.is_file(), f"{source} cites guide/{page}, which does not exist"
+    if anchor:
+        assert anchor in anchors(path), f"{source} cites guide/{page}#{anchor}: no such heading"
+
+
+# --------------------------------------------------------------------------- 3. hand-written summaries
+
+
+ROW_TO_METHOD = {"PPO (critic, GAE)": "ppo", "GRPO": "grpo", "RLOO": "rloo", "REINFORCE++": "reinforce_pp",
+                 "DAPO": "dapo", "Dr.GRPO": "dr_grpo", "GSPO": "gspo", "DPO": "dpo", "KTO": "kto",
+                 "ORPO": "orpo", "SimPO": "simpo", "Reward model": "reward_model", "SFT": "sft"}
+COLUMN_TO_FRAMEWORK = {"veRL 0.9.1": "verl", "OpenRLHF 0.11.2": "openrlhf", "TRL 1.16.0": "trl",
+                       "NeMo-RL 0.6": "nemo_rl"}
+
+
+def markdown_table_after(text: str, heading: str) -> list[list[str]]:
+    """The first pipe table after a heading, as rows of stripped cells (header first)."""
+    section = text[text.index(heading):]
+    rows = []
+    for line in section.splitlines()[1:]:
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not set("".join(cells)) <= set("-: "):
+                rows.append(cells)
+        elif rows:
+            break
+    return rows
+
+
+def supported(cell: str) -> bool:
+    return not (cell.startswith("✘") or cell in {"—", "-", ""})
+
+
+def test_method_support_matrix_matches_render_support_table():
+    support = yaml.safe_load((REPO / "advisor" / "render" / "support.yaml").read_text(encoding="utf-8"))
+    rows = markdown_table_after((GUIDE / "frameworks.md").read_text(encoding="utf-8"),
+                                "## 1. Method support matrix")
+    header, body = rows[0], rows[1:]
+    checked = 0
+    for row in body:
+        method = ROW_TO_METHOD.get(row[0])
+        if method is None:
+            continue
+        for col, cellv in zip(header[1:], row[1:]):
+            fw = COLUMN_TO_FRAMEWORK.get(col)
+            if fw is None or method not in support["matrix"].get(fw, {}):
+                continue
+            tool_says = "entry" in support["matrix"][fw][method]
+            assert supported(cellv) == tool_says, \
+                f"guide says {row[0]} on {col} is {cellv!r}; render support.yaml says supported={tool_says}"
+            checked += 1
+    assert checked >= 40, checked
+
+
+START_WITH = {"Preference pairs": {"data": ["preference_pairs"], "task": "chat"},
+              "Binary labels (unpaired)": {"data": ["binary_labels"], "task": "chat"},
+              "Prompts + verifier": {"data": ["prompts_with_verifier"], "task": "math"},
+              "Prompts + trusted RM": {"data": ["prompts_with_reward_model"], "task": "chat"},
+              "Demonstrations only": {"data": ["demonstrations"], "task": "chat", "has_sft_model": False},
+              "A judge + constitution, no labels": {"data": ["nothing"], "task": "safety",
+                                                    "has_judge_model": True},
+              }
+METHOD_WORDS = {"dpo": "DPO", "kto": "KTO", "grpo": "GRPO", "rloo": "RLOO", "sft": "SFT",
+                "rejection_sampling": "rejection sampling", "rlaif": "RLAIF", "ppo": "PPO",
+                "simpo": "SimPO", "orpo": "ORPO", "dapo": "DAPO"}
+
+
+def test_decision_table_start_with_matches_choose_method():
+    """For each row of the guide's short decision table, choose_method's top pick is named in
+    the row's "Start with" cell."""
+    from advisor.choose_method import choose_method
+    from advisor.plan import Objective
+
+    rows = markdown_table_after((GUIDE / "decision-guides.md").read_text(encoding="utf-8"),
+                                "The short version")
+    by_row = {r[0]: r for r in rows[1:]}
+    assert set(START_WITH) <= set(by_row), set(START_WITH) - set(by_row)
+    for label, objective in START_WITH.items():
+        best = choose_method(objective=Objective(**objective)).best.value
+        start = by_row[label][1]
+        assert METHOD_WORDS[best] in start, f"{label}: choose_method ranks {best} first; guide says {start!r}"
