@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Regenerate examples.md: real artifacts rendered by rl-advisor from the Plans in examples/plans/.
+
+Nothing in examples.md is typed by hand. Each example names a Plan file and the artifacts to
+show; this script renders the Plan with render_config (and, for the Ray example, computes the
+placement groups with plan_placement's ``ray_resources``) and writes the results verbatim.
+tests/test_examples.py checks that the committed examples.md is byte-identical to a fresh run
+and that every rendered artifact passes the framework validators of the pinned releases.
+
+Usage:
+    python scripts/regenerate_examples.py           # rewrite examples.md
+    python scripts/regenerate_examples.py --check   # exit 1 if examples.md is stale
+    make examples
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+PLANS = REPO / "examples" / "plans"
+OUTPUT = REPO / "examples.md"
+
+FENCE = {"shell": "bash", "yaml": "yaml", "python": "python", "json": "json"}
+
+
+@dataclass(frozen=True)
+class Example:
+    """One section of examples.md: a Plan and which rendered artifacts to show."""
+
+    anchor: str
+    title: str
+    plan: str
+    kinds: tuple[str, ...]
+    intro: str
+    ray_resources: bool = False
+    extra_notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+FRAMEWORK_KINDS = ("launch_script", "framework_config", "accelerate_config", "entry_script")
+
+EXAMPLES: tuple[Example, ...] = (
+    Example(
+        anchor="grpo-on-verl",
+        title="GRPO on veRL: Qwen2.5-7B-Instruct, math with a verifier, 8×H100",
+        plan="grpo-qwen2.5-7b-8xh100.yaml",
+        kinds=FRAMEWORK_KINDS,
+        intro=("A colocated (hybrid-engine) GRPO run: actor, rollout and reference share the 8 GPUs. "
+               "The launch script is a list of Hydra overrides for `verl.trainer.main_ppo`; batch "
+               "sizes count prompts, and `actor_rollout_ref.rollout.n` is the group size."),
+    ),
+    Example(
+        anchor="ppo-on-openrlhf",
+        title="PPO on OpenRLHF: Llama-3.1-8B-Instruct with a reward model and a critic, 2×8×H100",
+        plan="ppo-llama3.1-8b-openrlhf-2x8xh100.yaml",
+        kinds=FRAMEWORK_KINDS,
+        intro=("Four models: actor and reference on one node, critic and reward model on the other, "
+               "vLLM engines for rollout. OpenRLHF 0.11.2 flags are dotted (`--actor.num_nodes`, "
+               "`--algo.advantage.estimator`); the flat flags of older posts are rejected."),
+    ),
+    Example(
+        anchor="dpo-on-trl",
+        title="DPO on TRL: Qwen2.5-7B-Instruct from preference pairs, 8×H100 with ZeRO-3",
+        plan="dpo-qwen2.5-7b-trl-8xh100.yaml",
+        kinds=FRAMEWORK_KINDS,
+        intro=("Offline: no rollout engine, no reward model; the reference is implicit in the loss. "
+               "TRL 1.16's DPOConfig has no `max_prompt_length`: sequences are truncated with "
+               "`max_length`. The entry script adds a JSONL metrics callback so that run_metrics and "
+               "diagnose_run read exact numbers."),
+    ),
+    Example(
+        anchor="ray-placement",
+        title="A Ray placement: DAPO on Qwen2.5-32B, split rollout and training pools, 4×8×H100",
+        plan="dapo-qwen2.5-32b-verl-4x8xh100.yaml",
+        kinds=("ray_job",),
+        ray_resources=True,
+        intro=("Disaggregated one-step-off layout: a rollout pool of two nodes and a training pool "
+               "of two nodes. `ray_resources` turns the Plan's pools into placement groups (bundles "
+               "and strategy per pool, with the reason); the Ray job spec submits the veRL driver "
+               "to an existing cluster through the Job Submission API."),
+    ),
+    Example(
+        anchor="kuberay-rayjob-with-kueue",
+        title="A KubeRay RayJob admitted by Kueue: the same DAPO run on Kubernetes",
+        plan="dapo-qwen2.5-32b-verl-4x8xh100.yaml",
+        kinds=("k8s_manifest",),
+        intro=("One worker group per pool, whole-node GPU pods, secrets by reference. The RayJob "
+               "carries the `kueue.x-k8s.io/queue-name` label and starts suspended, so Kueue "
+               "admits all of its pods at once (gang scheduling) against the ClusterQueue quota "
+               "of the GPU ResourceFlavor."),
+    ),
+    Example(
+        anchor="reward-model-recipe",
+        title="A reward-model recipe: Bradley–Terry RM on Llama-3.1-8B with OpenRLHF, 8×H100",
+        plan="rm-llama3.1-8b-openrlhf-8xh100.yaml",
+        kinds=FRAMEWORK_KINDS,
+        intro=("Pairs in (prompt, chosen, rejected); one epoch; the checkpoint it writes is the "
+               "reward model (and the critic's initialisation) of the PPO example above. Before "
+               "using it, check held-out pairwise accuracy (65–75% is typical), the score scale, "
+               "and the correlation of score with length."),
+    ),
+)
+
+
+def _fence(text: str, lang: str) -> str:
+    ticks = "````" if "```" in text else "```"
+    return f"{ticks}{lang}\n{text.rstrip(chr(10))}\n{ticks}\n"
+
+
+def _yaml(data: object) -> str:
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def render_example(ex: Example) -> str:
+    from advisor.plan import plan_from_yaml
+    from advisor.render import render_config
+
+    plan_text = (PLANS / ex.plan).read_text(encoding="utf-8")
+    plan = plan_from_yaml(plan_text)
+    rendered = render_config(plan)
+    stamp = rendered.stamp
+    out = [f"## {ex.title}\n", f"{ex.intro}\n",
+           f"Plan: [`examples/plans/{ex.plan}`](examples/plans/{ex.plan}) · rendered for "
+           f"{stamp.framework.value} {stamp.framework_version} by rl-advisor {stamp.rl_advisor_version}\n",
+           "<details><summary>The Plan</summary>\n", _fence(plan_text, "yaml"), "</details>\n"]
+    if ex.ray_resources:
+        from advisor.placement.resources import ray_resources
+
+        resources = ray_resources(plan)
+        out += ["### Placement groups (`ray_resources`)\n",
+                _fence(_yaml(resources.model_dump(mode="json", exclude_none=True)), "yaml")]
+    shown = [a for a in rendered.artifacts if a.kind in ex.kinds]
+    if not shown:
+        raise SystemExit(f"{ex.plan}: render_config produced no artifact of kinds {ex.kinds}")
+    for artifact in shown:
+        out += [f"### `{artifact.name}`\n", _fence(artifact.content, FENCE.get(artifact.format, ""))]
+    if rendered.not_carried:
+        out.append("Not carried over (no equivalent in this framework):\n")
+        out += [f"- `{n.field}` = `{n.value!r}`: {n.reason}" for n in rendered.not_carried]
+        out.append("")
+    if rendered.notes:
+        out.append("Defaults chosen while rendering:\n")
+        out += [f"- {n}" for n in rendered.notes]
+        out.append("")
+    return "\n".join(out)
+
+
+HEADER = """# Examples: real artifacts rendered by rl-advisor
+
+Every file below was produced by `render_config` from a Plan in `examples/plans/`; nothing was
+typed by hand. Regenerate with `python scripts/regenerate_examples.py` (or `make examples`). The
+test suite checks that this page is byte-identical to a fresh regeneration and that every
+artifact, key and flag on it is accepted by the pinned releases (veRL 0.9.1 Hydra schema,
+OpenRLHF 0.11.2 argument parsers, TRL 1.16.0 config classes, KubeRay and Kueue CRD schemas).
+
+To get the same files for your own run, write a Plan (see [SKILL.md](SKILL.md)) and call
+`render_config` (MCP) or `rl-advisor render-config --plan plan.yaml` (CLI); change the Plan, not
+the rendered files.
+
+"""
+
+
+def build() -> str:
+    toc = ["Contents:\n"] + [f"{i}. [{ex.title.split(':')[0]}](#{ex.anchor})"
+                             for i, ex in enumerate(EXAMPLES, 1)] + [""]
+    sections = []
+    for i, ex in enumerate(EXAMPLES, 1):
+        sections.append(f'<a id="{ex.anchor}"></a>\n\n' + render_example(ex))
+    return HEADER + "\n".join(toc) + "\n" + "\n".join(sections)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if examples.md is stale")
+    args = parser.parse_args(argv)
+    text = build()
+    current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.is_file() else ""
+    if args.check:
+        if current != text:
+            print("examples.md is stale: run python scripts/regenerate_examples.py", file=sys.stderr)
+            return 1
+        return 0
+    if current != text:
+        OUTPUT.write_text(text, encoding="utf-8")
+        print(f"wrote {OUTPUT.relative_to(REPO)} ({len(text.splitlines())} lines)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
