@@ -57,6 +57,9 @@ TOOLS: list[ToolSpec] = [
              "Stop a run by its registry id (dry run unless confirm=true).", read_only=False),
     ToolSpec("list_runs", "rl_advisor.launch_tools:list_runs",
              "Runs in the registry, newest first."),
+    ToolSpec("plan_placement", "advisor.placement:plan_placement",
+             "Rank placements (colocated/split/async pools, per-role parallelism, rollout TP x engines) by "
+             "predicted step time; best as an updated Plan, Ray/K8s resources, GPU-hours and cost."),
 ]
 
 
