@@ -75,7 +75,8 @@ def table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def code(value: Any) -> str:
-    return f"`{value}`"
+    text = str(value)
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 def guide_link(ref: str | None, here: str) -> str:
@@ -142,24 +143,179 @@ def gen_memory_constants() -> str:
             + table(["constant", "value", "unit", "why", "source"], rows))
 
 
-def pending(*files: str) -> Callable[[], str]:
-    """A block whose data file has not landed yet: generated as a pointer until it does."""
-    def gen() -> str:
-        for name in files:
-            load(name)
-        raise KeyError(f"{files} exist now: write the generator for them")
-    return gen
+def gen_framework_facts() -> str:
+    """choose_framework: the method x framework support matrix, per framework and release."""
+    if not (DATA / "framework_facts.yaml").is_file():
+        raise MissingSource("advisor/data/framework_facts.yaml")
+    from advisor.choose_framework import load_framework_facts
+    from advisor.plan import Method
+
+    load_framework_facts.cache_clear()
+    t = load_framework_facts()
+    fws = list(t.frameworks)
+    symbol = {"full": "✔", "partial": "partial", "experimental": "experimental", "none": "✘"}
+    rows = []
+    for m in Method:
+        rows.append([code(m.value)] + [symbol[t.support(f, m).support] for f in fws])
+    out = ["Source: `advisor/data/framework_facts.yaml`, as loaded by choose_framework "
+           f"(support points: {', '.join(f'{k} {v:g}' for k, v in t.support_points.items())}).\n",
+           table(["method"] + [t.frameworks[f].label for f in fws], rows)]
+    rows = [[t.frameworks[f].label, t.frameworks[f].release_checked,
+             "yes" if t.frameworks[f].verified else "no (seed guide only)",
+             "yes" if t.frameworks[f].renderable else "no", ", ".join(t.frameworks[f].accelerators),
+             t.frameworks[f].summary] for f in fws]
+    out.append(table(["framework", "release checked", "verified against the release", "render_config",
+                      "accelerators", "summary"], rows))
+    rows = []
+    for f in fws:
+        for m, s in t.frameworks[f].methods.items():
+            if s.support in ("partial", "experimental") and s.note:
+                rows.append([t.frameworks[f].label, code(m.value), s.support, s.note])
+    if rows:
+        out.append("What *partial* and *experimental* mean in each case:\n")
+        out.append(table(["framework", "method", "support", "note"], rows))
+    return "\n".join(out)
+
+
+def gen_framework_rules() -> str:
+    """choose_framework: the scoring rules over scale, accelerator, shop and priority, and vetoes."""
+    if not (DATA / "framework_facts.yaml").is_file():
+        raise MissingSource("advisor/data/framework_facts.yaml")
+    from advisor import rulebook
+    from advisor.choose_framework import load_framework_facts
+
+    load_framework_facts.cache_clear()
+    t = load_framework_facts()
+    out = ["Source: `advisor/data/framework_facts.yaml`, as loaded by choose_framework. A framework "
+           "scores its support level for the method plus every rule below whose condition holds; "
+           "an exclusion removes it with the reason (the \"why not\").\n"]
+    rows = [[code(r.id), rulebook.describe(r.when), ", ".join(f"{f.value} {v:+g}" for f, v in r.scores.items()),
+             r.rationale, r.source] for r in t.rules]
+    out.append(table(["rule", "when", "points", "why", "source"], rows))
+    rows = [[code(e.id), rulebook.describe(e.when), ", ".join(f.value for f in e.frameworks), e.reason, e.source]
+            for e in t.exclusions]
+    out.append(table(["exclusion", "when", "frameworks", "reason", "source"], rows))
+    return "\n".join(out)
+
+
+FRAMEWORK_LABELS = {"verl": "veRL", "openrlhf": "OpenRLHF", "trl": "TRL", "nemo_rl": "NeMo-RL"}
+
+
+def fix_key(framework: str, key: str, value: Any = None, scope: str | None = None) -> str:
+    """One framework setting as it is written on that framework's command line or config file."""
+    value = "" if value is None else str(value)
+    if framework == "openrlhf":
+        return code(f"{key} {value}".strip())
+    if framework == "trl":
+        name = f"{scope}.{key}" if scope else key
+        return code(f"{name}={value}" if value else name)
+    return code(f"{key}={value}" if value != "" else key)
+
+
+def gen_memory_fix_ladder() -> str:
+    """budget_memory: the fix ladder, cheapest first, with each framework's keys."""
+    data = load("memory_fixes.yaml")
+    rows = []
+    for i, fix in enumerate(data["fixes"], 1):
+        change = ", ".join(f"{k} → {v}" for k, v in (fix.get("plan_change") or {}).items())
+        if fix.get("requires"):
+            change += " (only when " + ", ".join(f"{k} = {v}" for k, v in fix["requires"].items()) + ")"
+        keys = []
+        for fw, mapping in (fix.get("keys") or {}).items():
+            shown = ", ".join(fix_key(fw, k, v) for k, v in (mapping or {}).items())
+            keys.append(f"{FRAMEWORK_LABELS.get(fw, fw)}: {shown}")
+        rows.append([i, code(fix["id"]), fix.get("what", ""), change, "<br>".join(keys), fix.get("cost", ""),
+                     fix.get("source", "")])
+    return ("Source: `advisor/data/memory_fixes.yaml` (budget_memory applies the rungs in this order and "
+            "re-budgets after each; `{new}` is the new Plan value).\n\n"
+            + table(["#", "fix", "what", "Plan change", "framework keys", "cost", "source"], rows))
+
+
+def gen_diagnosis_taxonomy() -> str:
+    """diagnose_run: every category a finding can carry."""
+    data = load("diagnosis_taxonomy.yaml")
+    rows = [[code(name), c.get("group", ""), c.get("title", ""), c.get("description", ""),
+             ", ".join(c.get("aliases", []) or [])]
+            for name, c in data["categories"].items()]
+    return ("Source: `advisor/data/diagnosis_taxonomy.yaml`.\n\n"
+            + table(["category", "group", "title", "meaning", "also called"], rows))
+
+
+def _params(params: dict[str, Any] | None) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in (params or {}).items())
+
+
+def gen_diagnosis_rules() -> str:
+    """diagnose_run: metric rules with their thresholds, cause and per-framework fixes."""
+    data = load("diagnosis_rules.yaml")
+    out = ["Source: `advisor/data/diagnosis_rules.yaml` (checks in `advisor/diagnosis`).\n"]
+    rows = [[code(r["id"]), code(r["category"]), r.get("severity", ""), _params(r.get("params")),
+             r.get("rationale", ""), r.get("likely_cause", ""), r.get("source", "")]
+            for r in data["rules"]]
+    out.append(table(["rule", "category", "severity", "thresholds", "why", "likely cause", "source"], rows))
+    out.append("Fixes per rule, as exact keys for each framework (the same ones diagnose_run returns):\n")
+    rows = []
+    for r in data["rules"]:
+        for fw, fixes in (r.get("fixes") or {}).items():
+            if not fixes:
+                continue
+            rows.append([code(r["id"]), FRAMEWORK_LABELS.get(fw, fw), _fix_list(fw, fixes)])
+    out.append(table(["rule", "framework", "change"], rows))
+    return "\n".join(out)
+
+
+def _fix_list(framework: str, fixes: list[dict[str, Any]] | None) -> str:
+    shown = []
+    for f in fixes or []:
+        text = fix_key(framework, f["key"], f.get("value"), f.get("scope"))
+        shown.append(text + (f" ({f['note']})" if f.get("note") else ""))
+    return "; ".join(shown)
+
+
+def gen_diagnosis_signatures() -> str:
+    """diagnose_run: log signatures, OOM phase attribution and their fixes."""
+    data = load("diagnosis_signatures.yaml")
+    oom = data.get("oom", {})
+    out = ["Source: `advisor/data/diagnosis_signatures.yaml` (scanned by `advisor/diagnosis`).\n",
+           f"**GPU out-of-memory, by phase.** An OOM line (e.g. {', '.join(code(p) for p in oom.get('gpu_patterns', [])[:3])}) "
+           f"is attributed to the phase whose frame markers appear in the {oom.get('lookback_lines', '')} lines "
+           "before it; the first phase listed wins.\n"]
+    rows = [[code(ph["category"]), ", ".join(code(m) for m in ph.get("markers", [])),
+             (oom.get("causes") or {}).get(ph["category"], "")] for ph in oom.get("phases", [])]
+    out.append(table(["category", "frame markers", "cause"], rows))
+    rows = []
+    for category, per_fw in (oom.get("fixes") or {}).items():
+        for fw, fixes in (per_fw or {}).items():
+            if fixes:
+                rows.append([code(category), FRAMEWORK_LABELS.get(fw, fw), _fix_list(fw, fixes)])
+    if rows:
+        out.append("OOM fixes per phase:\n")
+        out.append(table(["category", "framework", "change"], rows))
+    out.append("**Other signatures.**\n")
+    rows = [[code(s["id"]), code(s["category"]), s.get("severity", ""),
+             "<br>".join(code(p) for p in s.get("patterns", [])), s.get("cause", ""), s.get("source", "")]
+            for s in data.get("signatures", [])]
+    out.append(table(["signature", "category", "severity", "patterns (Python regex)", "cause", "source"], rows))
+    rows = []
+    for s in data.get("signatures", []):
+        for fw, fixes in (s.get("fixes") or {}).items():
+            if fixes:
+                rows.append([code(s["id"]), FRAMEWORK_LABELS.get(fw, fw), _fix_list(fw, fixes)])
+    if rows:
+        out.append("Fixes per signature:\n")
+        out.append(table(["signature", "framework", "change"], rows))
+    return "\n".join(out)
 
 
 GENERATORS: dict[str, Callable[[], str]] = {
     "method-rules": gen_method_rules,
     "memory-constants": gen_memory_constants,
-    "framework-facts": pending("framework_facts.yaml"),
-    "framework-rules": pending("framework_facts.yaml"),
-    "memory-fix-ladder": pending("memory_fixes.yaml"),
-    "diagnosis-taxonomy": pending("diagnosis_taxonomy.yaml"),
-    "diagnosis-rules": pending("diagnosis_rules.yaml"),
-    "diagnosis-signatures": pending("diagnosis_signatures.yaml"),
+    "framework-facts": gen_framework_facts,
+    "framework-rules": gen_framework_rules,
+    "memory-fix-ladder": gen_memory_fix_ladder,
+    "diagnosis-taxonomy": gen_diagnosis_taxonomy,
+    "diagnosis-rules": gen_diagnosis_rules,
+    "diagnosis-signatures": gen_diagnosis_signatures,
 }
 
 

@@ -205,3 +205,38 @@ def test_decision_table_start_with_matches_choose_method():
         best = choose_method(objective=Objective(**objective)).best.value
         start = by_row[label][1]
         assert METHOD_WORDS[best] in start, f"{label}: choose_method ranks {best} first; guide says {start!r}"
+
+
+def test_categories_named_in_the_prose_exist_in_diagnose_runs_taxonomy():
+    """Red flags and troubleshooting name diagnose_run categories in parentheses: `(`name`)`."""
+    taxonomy = yaml.safe_load((DATA / "diagnosis_taxonomy.yaml").read_text(encoding="utf-8"))["categories"]
+    named = set()
+    for page in ("red-flags.md", "troubleshooting.md", "SKILL.md"):
+        path = GUIDE / page if page != "SKILL.md" else REPO / page
+        text = regen.BLOCK.sub("", path.read_text(encoding="utf-8"))
+        named |= set(re.findall(r"\(`([a-z_]+)`\)", text))
+    assert len(named) >= 10, named
+    unknown = sorted(named - set(taxonomy))
+    assert not unknown, f"not diagnose_run categories: {unknown}"
+
+
+def test_framework_support_matrix_agrees_with_choose_framework_facts():
+    """The hand-written matrix in frameworks.md §1 and choose_framework's facts say the same."""
+    facts = yaml.safe_load((DATA / "framework_facts.yaml").read_text(encoding="utf-8"))["frameworks"]
+    rows = markdown_table_after((GUIDE / "frameworks.md").read_text(encoding="utf-8"),
+                                "## 1. Method support matrix")
+    header, body = rows[0], rows[1:]
+    checked = 0
+    for row in body:
+        method = ROW_TO_METHOD.get(row[0])
+        if method is None:
+            continue
+        for col, cellv in zip(header[1:], row[1:]):
+            fw = COLUMN_TO_FRAMEWORK.get(col)
+            if fw is None:
+                continue
+            level = facts[fw]["methods"].get(method, {}).get("support", "none")
+            assert supported(cellv) == (level != "none"), \
+                f"guide: {row[0]} on {col} = {cellv!r}; framework_facts.yaml: {level}"
+            checked += 1
+    assert checked >= 50, checked
