@@ -65,7 +65,7 @@ class AdvisorMCPServer(MCPServer):
         unknown = sorted(k for k in (arguments or {}) if k not in allowed)
         if unknown:
             raise AdvisorToolError(AdvisorError([
-                FieldProblem(field=str(k), value=None, message="unknown argument",
+                FieldProblem(field=str(k) or "\"\"", value=None, message="unknown argument",
                              allowed=", ".join(sorted(allowed)) or "no arguments")
                 for k in unknown]).to_dict())
         try:
