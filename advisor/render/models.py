@@ -79,3 +79,15 @@ class RenderedConfig(BaseModel):
         for n in self.notes:
             lines.append(f"  note: {n}")
         return "\n".join(lines)
+
+
+class ValidationResult(BaseModel):
+    """One artifact checked by the framework's own parser or schema (rl_advisor.validators)."""
+
+    artifact: str
+    validator: str = Field(..., description="What checked it, e.g. 'hydra compose + verl validate_config'.")
+    ok: bool
+    skipped: bool = Field(False, description="The checker could not run here (reason in warnings).")
+    errors: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    seconds: float = 0.0

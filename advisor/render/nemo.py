@@ -89,7 +89,7 @@ def overrides(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> tuple[s
             carry.drop("rollout.engine", r.engine, "rendered NeMo-RL's vLLM generation backend")
         add(("policy.generation.vllm_cfg.tensor_parallel_size", r.tp))
         add(("policy.generation.vllm_cfg.gpu_memory_utilization", m.rollout_memory_fraction))
-        colocated = pool_for(plan, "rollout") is pool_for(plan, "policy")
+        colocated = pool_for(plan, "rollout").name == pool_for(plan, "policy").name
         add(("policy.generation.colocated.enabled", colocated))
         if not colocated:
             rp = pool_for(plan, "rollout")

@@ -107,7 +107,7 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> Flags:
         est = "reinforce_baseline"
     actor = pool_for(plan, "policy")
     rollout = pool_for(plan, "rollout")
-    colocated = rollout is actor and plan.placement.mode == "colocated"
+    colocated = rollout.name == actor.name and plan.placement.mode == "colocated"
     # placement
     f.set("--actor.num_nodes", actor.nodes)
     f.set("--actor.num_gpus_per_node", actor.gpus_per_node)

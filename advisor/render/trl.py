@@ -145,7 +145,7 @@ def config(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> dict[str, 
         if r.engine == "vllm" and not cpu:
             cfg["use_vllm"] = True
             rp, pp = pool_for(plan, "rollout"), pool_for(plan, "policy")
-            cfg["vllm_mode"] = "server" if rp is not pp else "colocate"
+            cfg["vllm_mode"] = "server" if rp.name != pp.name else "colocate"
             cfg["vllm_gpu_memory_utilization"] = m.rollout_memory_fraction
             cfg["vllm_tensor_parallel_size"] = r.tp
             if cfg["vllm_mode"] == "colocate" and r.sleep_level > 0:

@@ -153,7 +153,7 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> list[tuple[s
     mode = plan.placement.mode
     if mode != "colocated" or plan.rollout.async_mode != "sync":
         rp, tp_ = pool_for(plan, "rollout"), pool_for(plan, "policy")
-        if rp is not tp_:
+        if rp.name != tp_.name:
             add((f"{ar}.hybrid_engine", False))
             add((f"{ar}.rollout.nnodes", rp.nodes))
             add((f"{ar}.rollout.n_gpus_per_node", rp.gpus_per_node))

@@ -1,0 +1,55 @@
+"""Validate rendered artifacts with each framework's own parser or schema (pinned releases).
+
+Heavy imports (hydra, verl's config classes, trl, ray, kubernetes-validate) happen inside the
+per-format modules, only when that artifact kind is validated.
+"""
+
+from __future__ import annotations
+
+from advisor.plan import Framework
+from advisor.render.models import Artifact, RenderedConfig, ValidationResult
+
+
+def validate_artifact(artifact: Artifact) -> ValidationResult:
+    kind, fw = artifact.kind, artifact.framework
+    if kind == "k8s_manifest":
+        from rl_advisor.validators import k8s
+
+        return k8s.validate(artifact)
+    if kind == "ray_job":
+        from rl_advisor.validators import ray_job
+
+        return ray_job.validate(artifact)
+    if fw == Framework.VERL:
+        from rl_advisor.validators import verl
+
+        return verl.validate(artifact)
+    if fw == Framework.OPENRLHF:
+        from rl_advisor.validators import openrlhf
+
+        return openrlhf.validate(artifact)
+    if fw == Framework.NEMO_RL:
+        from rl_advisor.validators import nemo_rl
+
+        return nemo_rl.validate(artifact)
+    if fw == Framework.TRL:
+        from rl_advisor.validators import trl
+
+        if kind == "framework_config":
+            return trl.validate_config(artifact)
+        if kind == "accelerate_config":
+            return trl.validate_accelerate(artifact)
+        if kind == "entry_script":
+            return trl.validate_entry(artifact)
+        if kind == "launch_script":
+            return trl.validate_launch(artifact)
+    return ValidationResult(artifact=artifact.name, validator="none", ok=False,
+                            errors=[f"no validator for {kind} / {fw}"])
+
+
+def validate_rendered(rendered: RenderedConfig) -> list[ValidationResult]:
+    """One result per artifact, in artifact order."""
+    return [validate_artifact(a) for a in rendered.artifacts]
+
+
+__all__ = ["validate_artifact", "validate_rendered"]

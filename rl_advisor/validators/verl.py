@@ -1,0 +1,241 @@
+"""veRL 0.9.1: compose the rendered overrides with Hydra against the installed package's own
+config directory (struct mode: an unknown key fails), then run veRL's own
+``verl.utils.config.validate_config`` (batch divisibility, exactly one micro-batch setting,
+mini <= train batch, loss_agg_mode, ...).
+
+``import verl`` needs the GPU-side stack, but ``verl.utils.config`` and ``verl.workers.config``
+import on CPU with a few small pure-Python deps (tensordict, codetiming, orjson, pyvers,
+cloudpickle). The package's ``__init__`` is skipped by registering a bare package module for
+``verl``; nothing from verl is copied. When those deps are missing the same rules are checked by
+:func:`_fallback_rules` (from research/frameworks.md §1.3) and the result says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import os
+import sys
+import time
+import types
+from functools import cache
+from pathlib import Path
+
+from advisor.render.models import Artifact, ValidationResult
+from rl_advisor.validators.shell import argv_after
+
+ENTRY = {"verl.trainer.main_ppo", "verl.trainer.sft_trainer"}
+
+
+@cache
+def verl_dir() -> Path | None:
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _bare_verl_package() -> None:
+    """Make ``verl`` importable as a namespace for its submodules without running its __init__."""
+    if "verl" in sys.modules:
+        return
+    pkg = types.ModuleType("verl")
+    pkg.__path__ = [str(verl_dir())]
+    pkg.__file__ = str(verl_dir() / "__init__.py")
+    sys.modules["verl"] = pkg
+
+
+def _split(words: list[str]) -> tuple[str | None, list[str]]:
+    config_name = None
+    overrides = []
+    for w in words:
+        if w.startswith("--config-name="):
+            config_name = w.split("=", 1)[1]
+        else:
+            overrides.append(w)
+    return config_name, overrides
+
+
+def compose(config_name: str, overrides: list[str]):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(verl_dir() / "trainer" / "config"), version_base=None):
+        return hydra_compose(config_name=config_name, overrides=overrides)
+
+
+def validate(artifact: Artifact) -> ValidationResult:
+    t0 = time.perf_counter()
+    name = f"hydra compose on verl {'%s' % _version()} config"
+    if verl_dir() is None:
+        return ValidationResult(artifact=artifact.name, validator=name, ok=False, skipped=True,
+                                warnings=["verl is not installed (pip install --no-deps verl==0.9.1)"])
+    entry = artifact.entrypoint or "verl.trainer.main_ppo"
+    try:
+        config_name, overrides = _split(argv_after(artifact.content, ["-m", entry]))
+    except ValueError as exc:
+        return ValidationResult(artifact=artifact.name, validator=name, ok=False, errors=[str(exc)])
+    default = "sft_trainer_engine" if entry == "verl.trainer.sft_trainer" else "ppo_trainer"
+    config_name = config_name or default
+    errors: list[str] = []
+    warnings: list[str] = []
+    try:
+        cfg = compose(config_name, overrides)
+    except Exception as exc:  # noqa: BLE001 - hydra raises several types; all mean "rejected"
+        cause = exc.__cause__ or exc
+        return ValidationResult(artifact=artifact.name, validator=name, ok=False,
+                                errors=[f"{type(exc).__name__}: {exc}".strip() + (f" ({cause})" if cause is not exc else "")],
+                                seconds=time.perf_counter() - t0)
+    from omegaconf import OmegaConf
+
+    missing = sorted(k for k in _missing_keys(cfg))
+    if missing:
+        errors.append(f"mandatory keys left unset (???): {', '.join(missing)}")
+    validator = name
+    if config_name != "sft_trainer_engine" and not errors:
+        validator, errs, warns = _run_rules(cfg)
+        errors += errs
+        warnings += warns
+    try:
+        OmegaConf.to_container(cfg, resolve=True)
+    except Exception as exc:  # noqa: BLE001
+        errors.append(f"interpolation failed: {exc}")
+    return ValidationResult(artifact=artifact.name, validator=validator, ok=not errors, errors=errors,
+                            warnings=warnings, seconds=time.perf_counter() - t0)
+
+
+def _missing_keys(cfg, prefix: str = ""):
+    """Mandatory (``???``) keys left unset, ignoring sections switched off with ``enable: false``."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if "enable" in cfg and not OmegaConf.is_missing(cfg, "enable") and cfg.get("enable") is False:
+        return
+    for key in cfg.keys():
+        full = f"{prefix}{key}"
+        if OmegaConf.is_missing(cfg, key):
+            yield full
+            continue
+        node = cfg._get_node(key)
+        if isinstance(node, DictConfig):
+            yield from _missing_keys(node, full + ".")
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("verl")
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+def _uses(cfg) -> tuple[bool, bool]:
+    """(use_reference_policy, use_critic), decided as veRL's trainer does."""
+    actor = cfg.actor_rollout_ref.actor
+    use_ref = bool(cfg.algorithm.get("use_kl_in_reward", False) or actor.get("use_kl_loss", False))
+    enable = cfg.critic.get("enable", None)
+    use_critic = bool(enable) if enable is not None else cfg.algorithm.adv_estimator == "gae"
+    return use_ref, use_critic
+
+
+def _run_rules(cfg) -> tuple[str, list[str], list[str]]:
+    use_ref, use_critic = _uses(cfg)
+    try:
+        _bare_verl_package()
+        from verl.utils.config import validate_config
+    except Exception as exc:  # noqa: BLE001 - missing optional deps: fall back to the documented rules
+        errs = _fallback_rules(cfg)
+        return ("hydra compose + rl-advisor's copy of veRL's rules (verl.utils.config not importable: "
+                f"{type(exc).__name__}: {exc})", errs, [])
+    out = io.StringIO()
+    errors: list[str] = []
+    warnings: list[str] = []
+    try:
+        with contextlib.redirect_stdout(out):
+            validate_config(cfg, use_reference_policy=use_ref, use_critic=False)
+    except Exception as exc:  # noqa: BLE001 - assert/ValueError/InstantiationException all mean rejected
+        errors.append(_root_message(exc))
+    if use_critic and not errors:
+        # critic validation reads the critic model's HF config from critic.model.path; only
+        # possible offline when that is a local model directory
+        path = os.path.expanduser(str(cfg.critic.model.path))
+        if os.path.isdir(path):
+            try:
+                from verl.utils.config import omega_conf_to_dataclass
+
+                n_gpus = cfg.trainer.n_gpus_per_node * cfg.trainer.nnodes
+                with contextlib.redirect_stdout(out):
+                    omega_conf_to_dataclass(cfg.critic).validate(n_gpus, cfg.data.train_batch_size)
+            except Exception as exc:  # noqa: BLE001
+                errors.append("critic: " + _root_message(exc))
+        else:
+            warnings.append(f"critic rules not run: critic.model.path {path!r} is not a local model dir "
+                            "(veRL's critic check loads its HF config)")
+            errors += _fallback_critic(cfg)
+    return "hydra compose + verl.utils.config.validate_config", errors, warnings
+
+
+def _root_message(exc: BaseException) -> str:
+    msgs = []
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        msgs.append(f"{type(exc).__name__}: {exc}")
+        exc = exc.__cause__ or exc.__context__
+    return " <- ".join(m.split("\n")[0] for m in msgs[:3])
+
+
+def _fallback_rules(cfg) -> list[str]:
+    """veRL's validate_config rules (research/frameworks.md §1.3), for when verl cannot import."""
+    errs: list[str] = []
+    a = cfg.actor_rollout_ref.actor
+    r = cfg.actor_rollout_ref.rollout
+    n_gpus = cfg.trainer.n_gpus_per_node * cfg.trainer.nnodes
+    use_ref, use_critic = _uses(cfg)
+    if not a.use_dynamic_bsz:
+        if a.strategy == "megatron":
+            m = a.megatron
+            mp = m.tensor_model_parallel_size * m.pipeline_model_parallel_size * m.context_parallel_size
+            if n_gpus % mp:
+                errs.append(f"n_gpus ({n_gpus}) must be divisible by tp*pp*cp ({mp})")
+            minimal = (n_gpus // mp) * (a.ppo_micro_batch_size_per_gpu or 1)
+        else:
+            minimal = n_gpus
+        real = cfg.data.train_batch_size * r.n
+        if real % minimal:
+            errs.append(f"real_train_batch_size ({real}) must be divisible by minimal possible batch size ({minimal})")
+        pairs = [("actor_rollout_ref.actor", a.ppo_micro_batch_size, a.ppo_micro_batch_size_per_gpu),
+                 ("actor_rollout_ref.rollout", r.log_prob_micro_batch_size, r.log_prob_micro_batch_size_per_gpu)]
+        if use_ref:
+            ref = cfg.actor_rollout_ref.ref
+            pairs.append(("actor_rollout_ref.ref", ref.log_prob_micro_batch_size, ref.log_prob_micro_batch_size_per_gpu))
+        for section, mbs, per_gpu in pairs:
+            if (mbs is None) == (per_gpu is None):
+                errs.append(f"[{section}] set exactly one of the micro batch size settings")
+    if cfg.data.train_batch_size < a.ppo_mini_batch_size:
+        errs.append(f"train_batch_size ({cfg.data.train_batch_size}) must be >= actor.ppo_mini_batch_size "
+                    f"({a.ppo_mini_batch_size})")
+    modes = {"token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"}
+    if a.loss_agg_mode not in modes:
+        errs.append(f"Invalid loss_agg_mode: {a.loss_agg_mode}")
+    if r.val_kwargs.do_sample and not r.temperature > 0:
+        errs.append("validation gen temperature should be greater than 0 when enabling do_sample")
+    if use_critic:
+        errs += _fallback_critic(cfg)
+    return errs
+
+
+def _fallback_critic(cfg) -> list[str]:
+    c = cfg.critic
+    errs = []
+    if c.get("use_dynamic_bsz", False):
+        return errs
+    if (c.ppo_micro_batch_size is None) == (c.ppo_micro_batch_size_per_gpu is None):
+        errs.append("[critic] set exactly one of ppo_micro_batch_size / ppo_micro_batch_size_per_gpu")
+    if cfg.data.train_batch_size < c.ppo_mini_batch_size:
+        errs.append(f"train_batch_size ({cfg.data.train_batch_size}) must be >= critic.ppo_mini_batch_size "
+                    f"({c.ppo_mini_batch_size})")
+    return errs
