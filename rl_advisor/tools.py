@@ -60,6 +60,13 @@ TOOLS: list[ToolSpec] = [
     ToolSpec("plan_placement", "advisor.placement:plan_placement",
              "Rank placements (colocated/split/async pools, per-role parallelism, rollout TP x engines) by "
              "predicted step time; best as an updated Plan, Ray/K8s resources, GPU-hours and cost."),
+    ToolSpec("render_config", "rl_advisor.render_tool:render_config",
+             "Render a Plan into veRL/OpenRLHF/TRL/NeMo-RL launch files + Ray job + K8s manifests, "
+             "validated by each framework's own parser or schema; writes files only with output_dir.",
+             read_only=False),
+    ToolSpec("translate_config", "rl_advisor.render_tool:translate_config",
+             "Import a veRL/OpenRLHF/TRL config and render it for another framework, with what does not carry over.",
+             read_only=False),
 ]
 
 

@@ -1,0 +1,118 @@
+"""The render_config and translate_config tools: render (pure, advisor.render), validate with the
+frameworks' own parsers and schemas (rl_advisor.validators), and write files on request."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from advisor.errors import AdvisorError
+from advisor.plan import Framework, Plan
+from advisor.render import RenderedConfig, RenderOptions, ValidationResult
+from advisor.render import render_config as _render
+
+
+class RenderResult(BaseModel):
+    """Rendered artifacts, their validation by the real frameworks, and where they were written."""
+
+    rendered: RenderedConfig
+    validation: list[ValidationResult] = Field(default_factory=list)
+    valid: bool | None = Field(None, description="Every artifact passed (None when validation was not run).")
+    written: list[str] = Field(default_factory=list, description="Files written (only with output_dir).")
+    render_seconds: float = 0.0
+
+    def to_text(self) -> str:
+        lines = [self.rendered.to_text()]
+        for v in self.validation:
+            state = "skipped" if v.skipped else ("ok" if v.ok else "FAILED")
+            lines.append(f"  validate {v.artifact:<20} {state:<8} {v.validator} ({v.seconds:.2f} s)")
+            lines += [f"      error: {e}" for e in v.errors]
+            lines += [f"      warning: {w}" for w in v.warnings]
+        for path in self.written:
+            lines.append(f"  wrote {path}")
+        return "\n".join(lines)
+
+
+class TranslationResult(BaseModel):
+    """A config from one framework, imported to a Plan and rendered for another."""
+
+    source_framework: Framework | None
+    target_framework: Framework
+    plan: Plan
+    not_understood: list[str] = Field(default_factory=list, description="Source keys the importer did not map.")
+    import_notes: list[str] = Field(default_factory=list)
+    result: RenderResult
+
+    def to_text(self) -> str:
+        src = self.source_framework.value if self.source_framework else "?"
+        lines = [f"translated {src} -> {self.target_framework.value}"]
+        lines += [f"  not understood in the source: {k}" for k in self.not_understood]
+        lines += [f"  import note: {n}" for n in self.import_notes]
+        lines.append(self.result.to_text())
+        return "\n".join(lines)
+
+
+def write_artifacts(rendered: RenderedConfig, output_dir: str) -> list[str]:
+    """Write every artifact under ``output_dir`` (created); launch scripts are made executable.
+
+    Artifact names are fixed by the renderer (never user input), so they stay inside the folder.
+    """
+    root = Path(output_dir).expanduser()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AdvisorError(f"cannot create the folder: {exc.strerror}", field="output_dir",
+                           value=output_dir) from None
+    written = []
+    for art in rendered.artifacts:
+        path = root / art.name
+        if path.resolve().parent != root.resolve():
+            raise AdvisorError("artifact name escapes the output folder", field="artifact", value=art.name)
+        path.write_text(art.content, encoding="utf-8")
+        if art.format == "shell":
+            os.chmod(path, 0o755)
+        written.append(str(path))
+    return written
+
+
+def render_config(plan: Plan, framework: Framework | None = None, validate: bool = True,
+                  output_dir: str | None = None, image: str | None = None,
+                  namespace: str = "default") -> RenderResult:
+    """Render a Plan into launch files for veRL, OpenRLHF, TRL or NeMo-RL (default: plan.framework),
+    plus a Ray job spec and Kubernetes manifests, and validate each with the framework's own parser
+    or schema (pinned releases). Unsupported method x framework pairs are refused with the reason.
+    Files are written only when output_dir is given."""
+    options = RenderOptions(image=image, namespace=namespace)
+    t0 = time.perf_counter()
+    rendered = _render(plan, framework, options)
+    seconds = time.perf_counter() - t0
+    validation: list[ValidationResult] = []
+    if validate:
+        from rl_advisor.validators import validate_rendered
+
+        validation = validate_rendered(rendered)
+    written = write_artifacts(rendered, output_dir) if output_dir else []
+    valid = all(v.ok for v in validation) if validation else None
+    return RenderResult(rendered=rendered, validation=validation, valid=valid, written=written,
+                        render_seconds=round(seconds, 4))
+
+
+def translate_config(text: str, to_framework: Framework, from_framework: Framework | None = None,
+                     validate: bool = True, output_dir: str | None = None) -> TranslationResult:
+    """Import a veRL / OpenRLHF / TRL config (text) into a Plan and render it for another framework,
+    reporting what the importer did not understand and what does not carry over to the target."""
+    try:
+        from advisor.importers import import_config
+    except ImportError:
+        raise AdvisorError("config import is not available in this install (advisor.importers missing)",
+                           field="text") from None
+    imported = import_config(text, from_framework)
+    plan = imported.plan.model_copy(update={"framework": Framework(to_framework)})
+    result = render_config(plan, to_framework, validate=validate, output_dir=output_dir)
+    return TranslationResult(source_framework=getattr(imported, "framework", from_framework),
+                             target_framework=Framework(to_framework), plan=plan,
+                             not_understood=list(getattr(imported, "not_understood", []) or []),
+                             import_notes=list(getattr(imported, "notes", []) or []), result=result)
