@@ -1,0 +1,235 @@
+"""diagnose: stream a run's log through the metric readers and the signature scanner, run the metric
+rules, and rank the findings.
+
+``DiagnosisSession`` is pure (text in, ``Diagnosis`` out) and streaming: ``feed(chunk)`` any number
+of times (memory bounded by the series store and the scanner's small buffers), ``add_points``
+for points read elsewhere (TensorBoard, inline metrics from an MCP client), then ``finish()``.
+
+Ranking: severity first; then the kind of evidence (log lines > metric values > prose
+descriptions); then the category's priority in the taxonomy (root causes before wrappers and
+consequences); then the earliest line.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from advisor.diagnosis.model import SEVERITY_RANK, Check, Diagnosis, Evidence, Finding, Fix, LogLine
+from advisor.diagnosis.rules import CHECKS, RuleContext
+from advisor.diagnosis.signatures import SigHit, SignatureScanner
+from advisor.diagnosis.tables import make_fixes, rules, taxonomy
+from advisor.metrics import MetricPoint, SeriesStore, detect_format, make_reader
+from advisor.metrics.parsers import MAX_LINE_CHARS, TrainerStateReader
+
+PLOT_METRICS = ("reward_mean", "kl", "kl_seq", "entropy", "response_length_mean", "response_clip_ratio",
+                "grad_norm", "loss", "frac_reward_zero_std", "timing_gen_s", "timing_step_s", "dpo_margin")
+
+_SOURCE_FRAMEWORK = {"verl_console": "verl", "verl_jsonl": "verl", "trl_trainer_state": "trl",
+                     "trl_console": "trl", "trl_jsonl": "trl", "openrlhf_console": "openrlhf",
+                     "nemo_rl_console": "nemo_rl"}
+_KIND_WEIGHT = {"log": 3, "metric": 2, "prose": 1}
+
+
+class DiagnosisSession:
+    """Streaming diagnosis of one run. ``plan`` (an ``advisor.plan.Plan``) adds context."""
+
+    def __init__(self, plan: object | None = None, *, framework: str | None = None, fmt: str | None = None):
+        self.plan = plan
+        self.framework = framework or (str(getattr(getattr(plan, "framework", None), "value", "")) or None
+                                       if plan is not None else None)
+        self.fmt = fmt
+        self.reader = None
+        self.scanner = SignatureScanner()
+        self.store = SeriesStore()
+        self._buf = ""
+        self.line_no = 0
+        self._finished = False
+
+    # ------------------------------------------------------------------ input
+
+    def feed(self, chunk: str) -> None:
+        if not chunk:
+            return
+        if self.reader is None:
+            self.fmt = self.fmt or detect_format(chunk[:65536])
+            self.reader = make_reader(self.fmt)
+        self.store.extend(self.reader.feed(chunk))
+        data = self._buf + chunk if self._buf else chunk
+        lines = data.split("\n")
+        self._buf = lines.pop()
+        if len(self._buf) > MAX_LINE_CHARS:
+            self._buf = self._buf[:MAX_LINE_CHARS]
+        if isinstance(self.reader, TrainerStateReader):
+            self.line_no += len(lines)
+            return
+        scan = self.scanner.feed_line
+        n = self.line_no
+        for line in lines:
+            n += 1
+            scan(n, line)
+        self.line_no = n
+
+    def add_points(self, points: Iterable[MetricPoint]) -> None:
+        for p in points:
+            self.store.add(p)
+
+    # ------------------------------------------------------------------ output
+
+    def finish(self) -> Diagnosis:
+        if self.reader is not None and not self._finished:
+            self.store.extend(self.reader.finish())
+            if self._buf:
+                self.line_no += 1
+                if not isinstance(self.reader, TrainerStateReader):
+                    self.scanner.feed_line(self.line_no, self._buf)
+                self._buf = ""
+        self._finished = True
+        framework = self._framework()
+        ctx = RuleContext(self.store, framework=framework,
+                          max_response_length=_plan_attr(self.plan, "data", "max_response_length"))
+        findings: list[Finding] = []
+        checks: list[Check] = []
+        tax = taxonomy()
+        for row in rules():
+            fn = CHECKS[row["check"]]
+            res = fn(ctx, row.get("params", {}))
+            if res is None:
+                checks.append(Check(rule=row["id"], category=row["category"], status="skipped",
+                                    detail="metrics not in the log"))
+                continue
+            checks.append(Check(rule=row["id"], category=row["category"], status="fired" if res else "passed"))
+            for hit in res:
+                cause = row.get("likely_cause", "")
+                if hit.cause:
+                    cause = f"{hit.cause[0].upper()}{hit.cause[1:]}. {cause}"
+                findings.append(Finding(
+                    category=row["category"], title=tax[row["category"]]["title"], severity=hit.severity,
+                    rule=row["id"], summary=hit.summary, evidence=hit.evidence, likely_cause=cause,
+                    fixes=make_fixes(row.get("fixes"), framework), source=row.get("source", "")))
+        sig_hits = self.scanner.hits()
+        suppressed = self.scanner.suppressed_categories(sig_hits)
+        for hit in sig_hits:
+            if hit.category in suppressed and hit.prose_only:
+                continue
+            findings.append(self._finding_from_signature(hit, framework, tax))
+        findings = _merge(findings)
+        for f in findings:
+            f.score = _score(f, tax)
+        findings.sort(key=lambda f: (-f.score, _first_line(f)))
+        notable = [f for f in findings if f.severity in ("error", "warning")]
+        if not self.store.points and not self.line_no:
+            status = "no_data"
+        else:
+            status = "problems" if notable else "healthy"
+        notes = []
+        if framework is None:
+            notes.append("framework not detected: fixes are listed for every framework (pass --plan to narrow)")
+        if not self.store.points:
+            notes.append("no metric points found: only log signatures were checked")
+        series = [s for s in (self.store.to_series(n) for n in _plot_names(self.store, findings)) if s is not None]
+        return Diagnosis(status=status, framework=framework, formats=dict(self.store.sources),
+                         lines_read=self.line_no, points_read=self.store.points, findings=findings,
+                         checks=checks, series=series, notes=notes)
+
+    def _framework(self) -> str | None:
+        if self.framework:
+            return self.framework
+        votes: dict[str, int] = {}
+        for src, n in self.store.sources.items():
+            fw = _SOURCE_FRAMEWORK.get(src)
+            if fw:
+                votes[fw] = votes.get(fw, 0) + n * 10
+        for fw, n in self.scanner.framework_votes.items():
+            votes[fw] = votes.get(fw, 0) + n
+        return max(votes.items(), key=lambda kv: kv[1])[0] if votes else None
+
+    def _finding_from_signature(self, hit: SigHit, framework: str | None, tax: dict) -> Finding:
+        row = hit.row
+        evidence = []
+        if hit.log_lines:
+            evidence.append(Evidence(kind="log", lines=[LogLine(line=n, text=t) for n, t in hit.log_lines],
+                                     note=hit.note or f"{hit.count} matching line(s)"))
+        if hit.prose_lines:
+            evidence.append(Evidence(kind="prose", lines=[LogLine(line=n, text=t) for n, t in hit.prose_lines],
+                                     note="" if hit.log_lines else (hit.note or "from a description, not a log")))
+        first = (hit.log_lines or hit.prose_lines or [(0, "")])[0][1]
+        cause = row.get("cause", "")
+        key = hit.groups.get("key")
+        if key:
+            cause = f"Rejected key: {key}. {cause}"
+        ip = hit.groups.get("ip")
+        if ip and ip.startswith(("172.17.", "127.", "0.0.0.0", "169.254.")):
+            cause = (f"The rendezvous address {ip} is a docker-bridge/loopback address that other nodes cannot "
+                     f"reach. {cause}")
+        summary = f"{tax[hit.category]['title']}: {first[:160]}" if first else tax[hit.category]["title"]
+        return Finding(category=hit.category, title=tax[hit.category]["title"], severity=hit.severity,
+                       rule=hit.id, summary=summary, evidence=evidence, likely_cause=cause,
+                       fixes=make_fixes(row.get("fixes"), framework), source=row.get("source", ""))
+
+
+def _plan_attr(plan: object | None, *path: str) -> int | None:
+    obj = plan
+    for name in path:
+        if obj is None:
+            return None
+        obj = getattr(obj, name, None)
+    return obj if isinstance(obj, int) else None
+
+
+def _evidence_kind(f: Finding) -> str:
+    kinds = {e.kind for e in f.evidence}
+    return "log" if "log" in kinds else "metric" if "metric" in kinds else "prose"
+
+
+def _score(f: Finding, tax: dict) -> float:
+    prio = tax.get(f.category, {}).get("priority", 5)
+    return SEVERITY_RANK[f.severity] * 100 + _KIND_WEIGHT[_evidence_kind(f)] * 10 + prio
+
+
+def _first_line(f: Finding) -> int:
+    lines = [ln.line for e in f.evidence for ln in e.lines]
+    return min(lines) if lines else 1 << 62
+
+
+def _merge(findings: list[Finding]) -> list[Finding]:
+    """One finding per category: the most severe, with the others' evidence and fixes added."""
+    by_cat: dict[str, Finding] = {}
+    for f in sorted(findings, key=lambda f: -SEVERITY_RANK[f.severity]):
+        have = by_cat.get(f.category)
+        if have is None:
+            by_cat[f.category] = f.model_copy(deep=True)
+            continue
+        have.evidence.extend(f.evidence[:3])
+        have.rule = "+".join(dict.fromkeys(have.rule.split("+") + [f.rule]))
+        seen = {(x.framework, x.key) for x in have.fixes}
+        have.fixes.extend(x for x in f.fixes if (x.framework, x.key) not in seen)
+        if f.source and f.source not in have.source:
+            have.source = f"{have.source}; {f.source}" if have.source else f.source
+    return list(by_cat.values())
+
+
+def _plot_names(store: SeriesStore, findings: list[Finding]) -> list[str]:
+    names = [n for n in PLOT_METRICS if store.get(n) is not None]
+    for f in findings:
+        for e in f.evidence:
+            if e.metric and e.metric not in names and store.get(e.metric) is not None:
+                names.append(e.metric)
+    return names[:16]
+
+
+def diagnose_text(text: str, plan: object | None = None, *, framework: str | None = None) -> Diagnosis:
+    """Diagnose a whole text (convenience for tests and inline logs)."""
+    session = DiagnosisSession(plan, framework=framework)
+    session.feed(text)
+    return session.finish()
+
+
+def diagnose_points(points: Iterable[MetricPoint], plan: object | None = None, *,
+                    framework: str | None = None) -> Diagnosis:
+    """Diagnose metric points (e.g. passed inline by an MCP client)."""
+    session = DiagnosisSession(plan, framework=framework)
+    session.add_points(points)
+    return session.finish()
+
+
+__all__ = ["DiagnosisSession", "diagnose_points", "diagnose_text", "Fix"]

@@ -1,0 +1,262 @@
+"""One-pass scanner for log signatures (advisor/data/diagnosis_signatures.yaml).
+
+Fed line by line; keeps a small ring buffer (for attributing a GPU OOM to the phase whose frames
+precede it), the first few matching lines per signature, and counters — memory does not grow with
+the log. Lines starting with '#' are prose (descriptions, comments) and are marked as such.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.diagnosis.tables import oom_table, signatures
+
+MAX_LINES_KEPT = 5
+MAX_LINE_CHARS = 2000
+
+
+@dataclass
+class _Sig:
+    id: str
+    category: str
+    severity: str
+    triggers: tuple[str, ...]
+    patterns: list[re.Pattern[str]]
+    requires: list[re.Pattern[str]]
+    suppresses: tuple[str, ...]
+    kind: str
+    row: dict[str, Any]
+    before: re.Pattern[str] | None = None
+    after: re.Pattern[str] | None = None
+
+
+@dataclass
+class SigHit:
+    """What one signature (or OOM phase) matched."""
+
+    id: str
+    category: str
+    severity: str
+    row: dict[str, Any]
+    count: int = 0
+    log_lines: list[tuple[int, str]] = field(default_factory=list)
+    prose_lines: list[tuple[int, str]] = field(default_factory=list)
+    groups: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+
+    def add(self, line_no: int, text: str, prose: bool, groups: dict[str, str] | None = None) -> None:
+        self.count += 1
+        target = self.prose_lines if prose else self.log_lines
+        if len(target) < MAX_LINES_KEPT:
+            target.append((line_no, text[:300]))
+        if groups:
+            for k, v in groups.items():
+                if v and k not in self.groups:
+                    self.groups[k] = v
+
+    @property
+    def first_line(self) -> int:
+        lines = [n for n, _ in self.log_lines] or [n for n, _ in self.prose_lines]
+        return min(lines) if lines else 0
+
+    @property
+    def prose_only(self) -> bool:
+        return not self.log_lines
+
+
+_FRAMEWORK_HINTS = (
+    ("verl", ("verl.", "/verl/", "verl ", "main_ppo", "taskrunner", "workerdict", "actor_rollout_ref")),
+    ("openrlhf", ("openrlhf", "train_ppo_ray", "actormodelrayactor")),
+    ("nemo_rl", ("nemo_rl", "nemo-rl", "nemo rl", "run_grpo_math")),
+    ("trl", ("trl.", "/trl/", "grpotrainer", "dpotrainer", "grpoconfig", "dpoconfig", " trl ", "trl_")),
+)
+
+
+class SignatureScanner:
+    """Feed lines with ``feed_line(line_no, text)``; read ``hits()`` at the end."""
+
+    def __init__(self) -> None:
+        self._sigs: list[_Sig] = []
+        for row in signatures():
+            sig = _Sig(id=row["id"], category=row["category"], severity=row["severity"],
+                       triggers=tuple(t.lower() for t in row.get("triggers", [])),
+                       patterns=[re.compile(p) for p in row.get("patterns", [])],
+                       requires=[re.compile(p) for p in row.get("requires_file", [])],
+                       suppresses=tuple(row.get("suppresses", [])), kind=row.get("kind", "match"), row=row)
+            if sig.kind == "ratio":
+                sig.before, sig.after = re.compile(row["before"]), re.compile(row["after"])
+            self._sigs.append(sig)
+        oom = oom_table()
+        self._oom = oom
+        self._gpu_patterns = [re.compile(p) for p in oom["gpu_patterns"]]
+        self._gpu_triggers = tuple(t.lower() for t in oom["gpu_triggers"])
+        self._prose_oom = [re.compile(p) for p in oom["prose_patterns"]]
+        self._host_words = re.compile(oom["host_words"])
+        self._prose_exclude = re.compile(oom["prose_exclude"])
+        self._phases: list[tuple[str, tuple[str, ...]]] = [
+            (ph["category"], tuple(m.lower() for m in ph["markers"])) for ph in oom["phases"]]
+        self._ring: deque[tuple[int, str, tuple[int, ...]]] = deque(maxlen=int(oom.get("lookback_lines", 80)))
+        self._hits: dict[str, SigHit] = {}
+        self._requires_met: set[str] = set()
+        self._ratio_before: dict[str, tuple[int, int]] = {}
+        self.ratios: list[dict[str, Any]] = []
+        self.gpu_oom: list[tuple[int, str, int | None]] = []  # (line, text, phase index)
+        self.gpu_oom_prose: list[tuple[int, str]] = []
+        self.host_oom_prose: list[tuple[int, str]] = []
+        self.phase_first: dict[int, tuple[int, str]] = {}
+        self.framework_votes: dict[str, int] = {}
+        self.lines = 0
+
+    # ------------------------------------------------------------------ scanning
+
+    def feed_line(self, line_no: int, text: str) -> None:
+        self.lines = line_no
+        t = text.strip()
+        if not t:
+            return
+        if len(t) > MAX_LINE_CHARS:
+            t = t[:MAX_LINE_CHARS]
+        prose = t.startswith("#")
+        low = t.lower()
+        self._vote(low)
+        if not prose and (t[0] == "{" or ("step:" in t and " - " in t) or "Global step" in t):
+            return  # metric records are read by the metric rules
+        for sig in self._sigs:
+            if sig.requires and sig.id not in self._requires_met and any(r.search(t) for r in sig.requires):
+                self._requires_met.add(sig.id)
+            if not any(tr in low for tr in sig.triggers):
+                continue
+            if sig.kind == "ratio":
+                self._ratio(sig, line_no, t)
+                continue
+            for pat in sig.patterns:
+                m = pat.search(t)
+                if m:
+                    hit = self._hits.get(sig.id)
+                    if hit is None:
+                        hit = self._hits[sig.id] = SigHit(sig.id, sig.category, sig.severity, sig.row)
+                    hit.add(line_no, t, prose, m.groupdict())
+                    break
+        phases = tuple(i for i, (_, markers) in enumerate(self._phases) if any(mk in low for mk in markers))
+        for i in phases:
+            self.phase_first.setdefault(i, (line_no, t[:300]))
+        if any(tr in low for tr in self._gpu_triggers) and any(p.search(t) for p in self._gpu_patterns):
+            if not self._host_words.search(t) or "cuda" in low:
+                if len(self.gpu_oom) < MAX_LINES_KEPT:
+                    self.gpu_oom.append((line_no, t[:300], self._phase_before(phases)))
+        elif ("oom" in low or "out of memory" in low) and any(p.search(t) for p in self._prose_oom) \
+                and not self._prose_exclude.search(t):
+            target = self.host_oom_prose if self._host_words.search(t) else self.gpu_oom_prose
+            if len(target) < MAX_LINES_KEPT:
+                target.append((line_no, t[:300]))
+        self._ring.append((line_no, t[:300], phases))
+
+    def _phase_before(self, phases_here: tuple[int, ...]) -> int | None:
+        found = set(phases_here)
+        for _, _, ph in self._ring:
+            found.update(ph)
+        return min(found) if found else None
+
+    def _ratio(self, sig: _Sig, line_no: int, t: str) -> None:
+        assert sig.before is not None and sig.after is not None
+        m = sig.before.search(t)
+        if m:
+            self._ratio_before[sig.id] = (line_no, int(m.group("n")))
+            return
+        m = sig.after.search(t)
+        if m and sig.id in self._ratio_before:
+            b_line, before = self._ratio_before.pop(sig.id)
+            after = int(m.group("n"))
+            if before > 0:
+                self.ratios.append({"sig": sig, "before_line": b_line, "after_line": line_no,
+                                    "before": before, "after": after, "ratio": after / before,
+                                    "text": t[:300]})
+
+    def _vote(self, low: str) -> None:
+        for name, hints in _FRAMEWORK_HINTS:
+            if any(h in low for h in hints):
+                self.framework_votes[name] = self.framework_votes.get(name, 0) + 1
+
+    # ------------------------------------------------------------------ results
+
+    def hits(self) -> list[SigHit]:
+        """Signature hits whose file-level requirements are met, plus OOM and ratio hits."""
+        out: list[SigHit] = []
+        by_id = {s.id: s for s in self._sigs}
+        for sid, hit in self._hits.items():
+            sig = by_id[sid]
+            if sig.requires and sid not in self._requires_met:
+                continue
+            out.append(hit)
+        out.extend(self._oom_hits())
+        out.extend(self._ratio_hits())
+        return out
+
+    def suppressed_categories(self, fired: list[SigHit]) -> set[str]:
+        by_id = {s.id: s for s in self._sigs}
+        out: set[str] = set()
+        for hit in fired:
+            sig = by_id.get(hit.id)
+            if sig is not None:
+                out.update(sig.suppresses)
+        return out
+
+    def _oom_hits(self) -> list[SigHit]:
+        oom = self._oom
+        host_logged = any(h.category == "oom_host_cpu" and h.log_lines for h in self._hits.values())
+        out: list[SigHit] = []
+        if self.host_oom_prose and "host_oom_ray_killer" not in self._hits:
+            row = next(s.row for s in self._sigs if s.id == "host_oom_ray_killer")
+            hit = SigHit("host_oom_prose", "oom_host_cpu", "error", row)
+            for n, text in self.host_oom_prose:
+                hit.add(n, text, True)
+            out.append(hit)
+        if self.gpu_oom:
+            phase = next((p for _, _, p in self.gpu_oom if p is not None), None)
+            category = self._phases[phase][0] if phase is not None else "oom_gpu"
+            hit = self._oom_hit(category)
+            for n, text, _ in self.gpu_oom:
+                hit.add(n, text, False)
+            if phase is not None:
+                n, text = self.phase_first.get(phase, (0, ""))
+                hit.note = f"phase from the frames before the OOM line (first marker at line {n})"
+            out.append(hit)
+        elif self.gpu_oom_prose and not host_logged:
+            phase = min(self.phase_first) if self.phase_first else None
+            category = self._phases[phase][0] if phase is not None else "oom_gpu"
+            hit = self._oom_hit(category)
+            for n, text in self.gpu_oom_prose:
+                hit.add(n, text, True)
+            if phase is not None:
+                n, text = self.phase_first[phase]
+                hit.add(n, text, False)
+                hit.note = f"OOM reported; the trace shows the {category.removeprefix('oom_')} phase (line {n})"
+            out.append(hit)
+        return out
+
+    def _oom_hit(self, category: str) -> SigHit:
+        oom = self._oom
+        row = {"id": f"oom_{category}", "source": oom["source"], "cause": oom["causes"].get(category, ""),
+               "fixes": oom["fixes"].get(category, {})}
+        return SigHit(row["id"], category, "error", row)
+
+    def _ratio_hits(self) -> list[SigHit]:
+        out: dict[str, SigHit] = {}
+        for r in self.ratios:
+            sig: _Sig = r["sig"]
+            row = sig.row
+            if r["ratio"] >= float(row.get("warn_below", 0.9)):
+                continue
+            severity = "error" if r["ratio"] < float(row.get("error_below", 0.5)) else "warning"
+            hit = out.get(sig.id)
+            if hit is None:
+                hit = out[sig.id] = SigHit(sig.id, sig.category, severity, row)
+            elif severity == "error":
+                hit.severity = "error"
+            hit.add(r["after_line"], r["text"], False)
+            hit.note = (hit.note + "; " if hit.note else "") + \
+                f"kept {r['after']} of {r['before']} ({r['ratio']:.0%}) at line {r['after_line']}"
+        return list(out.values())
