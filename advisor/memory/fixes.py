@@ -1,0 +1,142 @@
+"""The ranked fix ladder: each rung of advisor/data/memory_fixes.yaml applied to a copy of the
+Plan, the ledger rebuilt, and the new peak reported in the framework's exact keys.
+
+Ranking: rungs that make every pool fit come first; among them the cheapest (table order, which
+is cost order); then the rungs that only lower the peak, by how much. Rungs that do not apply
+(already set, no key for this framework, no effect) are dropped.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from advisor.errors import AdvisorError
+from advisor.memory.models import Fix, MemoryBudget
+from advisor.plan import Plan
+
+MAX_FIXES = 8
+MIN_GAIN_GIB = 0.05
+
+
+@lru_cache(maxsize=1)
+def fix_table() -> list[dict[str, Any]]:
+    text = resources.files("advisor").joinpath("data/memory_fixes.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)["fixes"]
+
+
+def _get(data: dict[str, Any], path: str) -> Any:
+    cur: Any = data
+    for part in path.split("."):
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def _set(data: dict[str, Any], path: str, value: Any) -> None:
+    parts = path.split(".")
+    cur = data
+    for part in parts[:-1]:
+        if cur.get(part) is None:
+            cur[part] = {}
+        cur = cur[part]
+    cur[parts[-1]] = value
+
+
+def _default(plan: Plan, path: str) -> Any:
+    """The current value of a Plan field, including defaults (model_dump keeps them)."""
+    return _get(plan.model_dump(mode="python"), path)
+
+
+def _new_value(plan: Plan, path: str, op: Any) -> Any:
+    cur = _default(plan, path)
+    if op == "half":
+        if path == "data.micro_batch_size_per_gpu" and cur is None:
+            return None
+        if cur is None or cur <= 1:
+            return None
+        return max(1, int(cur) // 2)
+    if op == "double":
+        return None if cur is None else int(cur) * 2
+    if isinstance(op, str) and op.startswith("minus_"):
+        step = float(op.split("_", 1)[1])
+        if cur is None or cur - step < 0.1 - 1e-9:
+            return None
+        return round(cur - step, 2)
+    return None if cur == op else op
+
+
+def _render_value(template: str, new: Any, framework: str) -> str:
+    if "{new}" not in template:
+        return template
+    if isinstance(new, bool):
+        new = ("True" if new else "False") if framework == "verl" else ("true" if new else "false")
+    return template.replace("{new}", str(new))
+
+
+def apply_fix(plan: Plan, row: dict[str, Any]) -> tuple[Plan, dict[str, str]] | None:
+    """The plan with one rung applied and the plan changes as text, or None when it does not apply."""
+    for path, want in (row.get("requires") or {}).items():
+        if _default(plan, path) != want:
+            return None
+    data = plan.model_dump(mode="python", exclude_none=True)
+    changes: dict[str, str] = {}
+    for path, op in row["plan_change"].items():
+        new = _new_value(plan, path, op)
+        if new is None:
+            return None
+        _set(data, path, new)
+        changes[path] = str(new)
+    try:
+        return Plan.model_validate(data), changes
+    except ValidationError:
+        return None  # e.g. doubling TP past the GPUs of a node
+
+
+def rank_fixes(plan: Plan, budget: MemoryBudget) -> list[Fix]:
+    """Evaluate every applicable rung on a copy of the plan; return the ranked ladder.
+
+    Only computed when the plan does not fit (a fitting plan needs no fix); each candidate plan
+    goes through the same ledger as the original."""
+    from advisor.memory.ledger import build_ledger
+
+    if budget.fits:
+        return []
+    worst = max(p.peak_gib - p.capacity_gib for p in budget.pools) if budget.pools else 0.0
+    base_peak = budget.peak_gib() if budget.pools else 0.0
+    fw = plan.framework.value
+    found: list[tuple[int, int, float, Fix]] = []
+    for order, row in enumerate(fix_table()):
+        keys = (row.get("keys") or {}).get(fw)
+        if not keys:
+            continue
+        applied = apply_fix(plan, row)
+        if applied is None:
+            continue
+        new_plan, changes = applied
+        try:
+            after = build_ledger(new_plan)
+        except AdvisorError:
+            continue
+        new_peak = after.peak_gib() if after.pools else 0.0
+        new_worst = max(p.peak_gib - p.capacity_gib for p in after.pools) if after.pools else 0.0
+        if not after.fits and new_worst > worst - MIN_GAIN_GIB and after.host.fits == budget.host.fits:
+            continue
+        first_new = next(iter(changes.values()))
+        settings = {k: _render_value(str(v), first_new, fw) for k, v in keys.items()}
+        fix = Fix(rank=0, id=row["id"], framework=plan.framework, settings=settings, plan_change=changes,
+                  what=row["what"], new_peak_gib=round(new_peak, 2), fits_after=after.fits,
+                  cost=row.get("cost", ""), source=row.get("source", ""))
+        found.append((0 if after.fits else 1, order, new_worst, fix))
+    found.sort(key=lambda x: (x[0], x[1] if x[0] == 0 else 0, x[2]))
+    out = []
+    for i, (_, _, _, fix) in enumerate(found[:MAX_FIXES], start=1):
+        fix.rank = i
+        out.append(fix)
+    _ = base_peak
+    return out

@@ -1,0 +1,92 @@
+"""Regression suite: every published case in tests/cases/memory gets the published verdict.
+
+Each case file holds a Plan, the published outcome and the checks (fits / oom at each point of a
+batch search, or a measured per-GPU peak within its tolerance). All cases run against the one set of
+constants in advisor/data/memory_constants.yaml — nothing here is tuned per case.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from advisor.memory import budget_memory
+from advisor.plan import plan_from_dict
+
+CASES = Path(__file__).parent / "cases" / "memory"
+
+# Published points the model gets wrong today, with the reason. strict=True: when a change fixes one,
+# the suite says so and the entry must be removed.
+KNOWN_MISSES: dict[tuple[str, str], str] = {
+    ("verl_grpo_lora_qwen2.5-72b_8xh100", "nproc=23 (first OOM)"):
+        "predicted ~75.4 GiB of 79.2: the 72B boundary needs ~4 GiB more than the constants fitted "
+        "on the 14B boundary (and confirmed by the 32B one) explain",
+    ("verl_grpo_lora_qwen2.5-72b_8xh100", "nproc=24"): "same gap as nproc=23 (predicted ~76.4 GiB)",
+    ("verl_grpo_qwen3-235b_min_32xh20", "32 GPUs, full offload"):
+        "predicted 97.3 of 95.0 GiB (2.4% over) in actor_update: no-recompute MoE activations with "
+        "8 micro-batches in flight on the first PP stage dominate",
+    ("llamafactory_7282_70b_full_sft_8xh200", "ZeRO-3 offload measured peak"):
+        "predicted ~20 GiB vs 27 GB read in nvidia-smi: DeepSpeed's live-parameter and bucket "
+        "buffers under ZeRO-3 param offload are not modelled",
+}
+
+
+def _set(data: dict[str, Any], path: str, value: Any) -> None:
+    cur = data
+    parts = path.split(".")
+    for p in parts[:-1]:
+        cur = cur.setdefault(p, {})
+    cur[parts[-1]] = value
+
+
+def load_cases() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    out = []
+    for f in sorted(CASES.glob("*.yaml")):
+        case = yaml.safe_load(f.read_text(encoding="utf-8"))
+        for check in case["checks"]:
+            out.append((case["id"], case, check))
+    return out
+
+
+def plan_for(case: dict[str, Any], check: dict[str, Any]):
+    data = copy.deepcopy(case["plan"])
+    for path, value in (check.get("set") or {}).items():
+        _set(data, path, value)
+    return plan_from_dict(data)
+
+
+def _params():
+    for cid, case, check in load_cases():
+        marks = []
+        miss = KNOWN_MISSES.get((cid, check["name"]))
+        if miss:
+            marks.append(pytest.mark.xfail(reason=miss, strict=True))
+        yield pytest.param(case, check, id=f"{cid}::{check['name']}", marks=marks)
+
+
+def test_case_files_are_well_formed():
+    cases = load_cases()
+    assert len({c[0] for c in cases}) >= 10
+    for cid, case, check in cases:
+        assert check["expect"] in ("fits", "oom", "measured"), cid
+        assert set(check) <= {"name", "set", "expect", "peak_gib", "tolerance"}, (cid, check)
+        assert case["published"], cid
+
+
+@pytest.mark.parametrize("case,check", list(_params()))
+def test_published_verdict(case, check):
+    budget = budget_memory(plan_for(case, check))
+    worst = max(budget.pools, key=lambda p: p.peak_gib - p.capacity_gib)
+    where = f"peak {worst.peak_gib:.2f} / {worst.capacity_gib:.2f} GiB in {worst.binding_phase} ({worst.binding_term})"
+    if check["expect"] == "fits":
+        assert budget.fits, f"published fits, predicted OOM: {where}"
+    elif check["expect"] == "oom":
+        assert not budget.fits, f"published OOM, predicted fits: {where}"
+    else:
+        measured = check["peak_gib"]
+        err = abs(worst.peak_gib - measured) / measured
+        assert err <= check.get("tolerance", 0.10), f"measured {measured} GiB, predicted: {where} ({err:.1%})"
