@@ -67,6 +67,9 @@ TOOLS: list[ToolSpec] = [
     ToolSpec("translate_config", "rl_advisor.render_tool:translate_config",
              "Import a veRL/OpenRLHF/TRL config and render it for another framework, with what does not carry over.",
              read_only=False),
+    ToolSpec("budget_memory", "advisor.memory:budget_memory",
+             "Will this Plan fit? Per-GPU peak per pool over the phases of one RL step (rollout, log-probs, "
+             "updates, weight sync), binding phase/term, host RAM, and a ranked fix ladder in framework keys."),
 ]
 
 
