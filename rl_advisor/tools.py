@@ -67,6 +67,9 @@ TOOLS: list[ToolSpec] = [
     ToolSpec("translate_config", "rl_advisor.render_tool:translate_config",
              "Import a veRL/OpenRLHF/TRL config and render it for another framework, with what does not carry over.",
              read_only=False),
+    ToolSpec("diagnose_run", "rl_advisor.diagnose_tool:diagnose_run",
+             "Diagnose an RL run (registry id, log file/dir, or inline metrics): ranked findings with "
+             "evidence (metric steps/values or log lines) and exact fix keys for its framework."),
     ToolSpec("budget_memory", "advisor.memory:budget_memory",
              "Will this Plan fit? Per-GPU peak per pool over the phases of one RL step (rollout, log-probs, "
              "updates, weight sync), binding phase/term, host RAM, and a ranked fix ladder in framework keys."),

@@ -44,8 +44,28 @@ class DiagnosisSession:
         self._buf = ""
         self.line_no = 0
         self._finished = False
+        self._read_metrics = True
 
     # ------------------------------------------------------------------ input
+
+    def next_file(self, *, read_metrics: bool = True, fmt: str | None = None) -> None:
+        """Start a new input file: the previous one is flushed, line numbers continue, and the
+        format is detected afresh (``read_metrics=False``: scan it for log signatures only)."""
+        self.end_file()
+        self.reader = None
+        self.fmt = fmt
+        self._read_metrics = read_metrics
+
+    def end_file(self) -> None:
+        """Flush the current input (a last line without newline, multi-line records)."""
+        if self.reader is not None and self._read_metrics:
+            self.store.extend(self.reader.finish())
+        if self._buf:
+            self.line_no += 1
+            if not isinstance(self.reader, TrainerStateReader):
+                self.scanner.feed_line(self.line_no, self._buf)
+            self._buf = ""
+        self.reader = None
 
     def feed(self, chunk: str) -> None:
         if not chunk:
@@ -53,7 +73,8 @@ class DiagnosisSession:
         if self.reader is None:
             self.fmt = self.fmt or detect_format(chunk[:65536])
             self.reader = make_reader(self.fmt)
-        self.store.extend(self.reader.feed(chunk))
+        if self._read_metrics:
+            self.store.extend(self.reader.feed(chunk))
         data = self._buf + chunk if self._buf else chunk
         lines = data.split("\n")
         self._buf = lines.pop()
@@ -76,13 +97,8 @@ class DiagnosisSession:
     # ------------------------------------------------------------------ output
 
     def finish(self) -> Diagnosis:
-        if self.reader is not None and not self._finished:
-            self.store.extend(self.reader.finish())
-            if self._buf:
-                self.line_no += 1
-                if not isinstance(self.reader, TrainerStateReader):
-                    self.scanner.feed_line(self.line_no, self._buf)
-                self._buf = ""
+        if not self._finished:
+            self.end_file()
         self._finished = True
         framework = self._framework()
         ctx = RuleContext(self.store, framework=framework,
@@ -102,8 +118,9 @@ class DiagnosisSession:
                 cause = row.get("likely_cause", "")
                 if hit.cause:
                     cause = f"{hit.cause[0].upper()}{hit.cause[1:]}. {cause}"
+                category = hit.category or row["category"]
                 findings.append(Finding(
-                    category=row["category"], title=tax[row["category"]]["title"], severity=hit.severity,
+                    category=category, title=tax[category]["title"], severity=hit.severity,
                     rule=row["id"], summary=hit.summary, evidence=hit.evidence, likely_cause=cause,
                     fixes=make_fixes(row.get("fixes"), framework), source=row.get("source", "")))
         sig_hits = self.scanner.hits()

@@ -23,6 +23,7 @@ class RuleHit:
     summary: str
     evidence: list[Evidence] = field(default_factory=list)
     cause: str = ""
+    category: str | None = None  # overrides the rule's category (a sub-case with its own name)
 
 
 @dataclass
@@ -396,7 +397,8 @@ def check_grad_zero(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | None
     if share >= p["share_warn"]:
         ev = [ctx.evidence("grad_norm", note=f"{share:.0%} of logs exactly 0")]
         return [RuleHit("warning", f"grad_norm is exactly 0 on {share:.0%} of logs (no signal on those steps).", ev,
-                        cause="uniform reward groups or a collapsed, near-deterministic policy")]
+                        cause="uniform reward groups or a collapsed, near-deterministic policy",
+                        category="vanishing_gradient")]
     return []
 
 

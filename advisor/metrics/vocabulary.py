@@ -51,6 +51,8 @@ def _exact_index() -> dict[str, Resolved]:
     for mdef in vocabulary().values():
         for prio, key in enumerate(mdef.keys):
             index.setdefault(key, Resolved(mdef.name, prio))
+    for mdef in vocabulary().values():  # a normalised name passed as a key maps to itself, last
+        index.setdefault(mdef.name, Resolved(mdef.name, 100))
     return index
 
 
