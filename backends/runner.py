@@ -35,6 +35,52 @@ def write_json_atomic(path: str, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def _group_members() -> list[int]:
+    """Other live processes of our process group (Linux /proc; empty elsewhere)."""
+    me, pgid = os.getpid(), os.getpgrp()
+    out = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in entries:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                fields = fh.read().decode("ascii", "replace").rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(name))
+    return out
+
+
+def _reap_group(grace_s: float = 3.0) -> int:
+    """The entrypoint has exited: end whatever it left behind in the run's process group
+    (e.g. the trainer under a launcher that was killed), so no orphan keeps training or
+    writing metrics after the run is reported finished. SIGTERM, then SIGKILL."""
+    if os.getpgrp() != os.getpid():
+        return 0  # not the group leader (not started by the local backend): leave others alone
+    members = _group_members()
+    found = len(members)
+    if not members:
+        return 0
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in members:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            members = _group_members()
+            if not members:
+                return found
+            time.sleep(0.1)
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--status-dir", required=True)
@@ -73,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         except InterruptedError:  # pragma: no cover - PEP 475 retries, kept for clarity
             time.sleep(0.05)
+    leftovers = _reap_group()
     sig_name = None
     if rc < 0:
         try:
@@ -81,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             sig_name = f"signal {-rc}"
     write_json_atomic(os.path.join(args.status_dir, "exit.json"), {
         "exit_code": rc, "signal": sig_name, "started_at": started, "ended_at": _now(),
-        "signals_received": [signal.Signals(s).name for s in received]})
+        "signals_received": [signal.Signals(s).name for s in received],
+        "leftover_processes_killed": leftovers})
     return rc if rc >= 0 else 128 - rc
 
 

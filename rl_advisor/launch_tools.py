@@ -38,6 +38,7 @@ class LaunchResult(BaseModel):
     state: RunState
     message: str = ""
     entrypoint: str = Field("", description="The command that runs (or would run).")
+    launch_script: str = Field("", description="The rendered script the entrypoint runs.")
     working_dir: str = ""
     run_dir: str = ""
     env_keys: list[str] = Field(default_factory=list, description="Environment variables set "
@@ -56,6 +57,10 @@ class LaunchResult(BaseModel):
         lines = [head, f"  entrypoint: {self.entrypoint}", f"  working dir: {self.working_dir}"]
         if self.artifacts:
             lines.append(f"  artifacts: {', '.join(self.artifacts)}")
+        if self.dry_run and self.launch_script:
+            body = [ln for ln in self.launch_script.splitlines() if ln.strip() and not ln.startswith("#")]
+            lines.append("  launch script:")
+            lines += [f"    {ln}" for ln in body[:40]]
         if self.metrics_paths:
             lines.append(f"  metrics: {', '.join(self.metrics_paths)}")
         if self.log_path:
@@ -277,6 +282,15 @@ def prepare_launch(plan: Plan, backend: str, run_id: str, run_dir: Path,
     return rendered, spec, list(check.warnings)
 
 
+def _launch_text(rendered: Any) -> str:
+    from backends.adapters import launch_artifact
+
+    try:
+        return launch_artifact(rendered).content
+    except AdvisorError:
+        return ""
+
+
 def _write_artifacts(rendered: Any, spec: LaunchSpec) -> list[dict[str, Any]]:
     work = Path(spec.working_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -321,6 +335,7 @@ def launch_run(plan: Plan, backend: BackendName = "local", confirm: bool = False
         dry_run=not confirm, backend=backend, state=RunState.DRY_RUN, entrypoint=spec.shell_command(),
         working_dir=spec.working_dir, run_dir=str(run_dir), env_keys=sorted(spec.env),
         resources=spec.resources, artifacts=[a.name for a in rendered.artifacts],
+        launch_script=_launch_text(rendered),
         metrics_paths=spec.metrics_files, warnings=warnings)
     if not confirm:
         result.next_step = "call launch_run again with confirm=true to launch"

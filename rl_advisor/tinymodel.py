@@ -161,3 +161,61 @@ def build_toy_workspace(root: str | Path) -> dict[str, Path]:
         "pairs": write_preference_dataset(root / "data" / "pairs.jsonl"),
         "reward": write_reward_module(root / "rewards" / "toy_reward.py"),
     }
+
+
+def tiny_model_spec(model_dir: str | Path):
+    """The tiny model's exact dimensions as a ModelSpec (it is not in the catalog)."""
+    from advisor.plan import ModelSpec
+
+    cfg = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    heads = cfg["num_attention_heads"]
+    return ModelSpec(name="tiny-llama", architecture="llama", hidden_size=cfg["hidden_size"],
+                     num_layers=cfg["num_hidden_layers"], num_heads=heads,
+                     num_kv_heads=cfg["num_key_value_heads"], head_dim=cfg["hidden_size"] // heads,
+                     intermediate_size=cfg["intermediate_size"], vocab_size=cfg["vocab_size"],
+                     tie_embeddings=bool(cfg.get("tie_word_embeddings")),
+                     max_position_embeddings=cfg["max_position_embeddings"],
+                     source="rl_advisor.tinymodel (random weights, built locally)")
+
+
+def toy_plan(workspace: dict[str, Path], method: str = "grpo", *, steps: int = 20,
+             name: str | None = None, gpu: str = "cpu", output_dir: str = "outputs"):
+    """A TRL Plan for the toy task on this machine's CPU (``hardware.gpu: cpu``).
+
+    GRPO: 2 prompts x 4 completions of 16 characters per step, learning rate 3e-2, no KL (beta 0,
+    so no reference model): the mean reward typically climbs from ~0.01 to >0.3 within 12 steps
+    (measured: 0.0 -> 0.75 at step 12). DPO: 4 pairs per step, beta 0.1, learning rate 1e-2.
+    """
+    from advisor.plan import plan_from_dict
+
+    model_dir = str(workspace["model"])
+    spec = tiny_model_spec(model_dir).model_dump(mode="json", exclude_none=True)
+    common = {
+        "schema_version": 1,
+        "framework": "trl",
+        "hardware": {"gpu": gpu, "gpus_per_node": 1, "nodes": 1, "host_memory_gb": 16,
+                     "cpus_per_node": 2},
+        "policy": {"model": "tiny-llama", "path": model_dir, "spec": spec, "dtype": "fp32"},
+        "memory": {"recompute": "none", "train_backend": "fsdp"},
+        "logging": {"backends": ["console", "jsonl"], "project": "rl-advisor-toy",
+                    "experiment": name or f"toy-{method}", "output_dir": output_dir},
+    }
+    if method == "grpo":
+        data = {**common, "name": name or "toy-grpo", "method": "grpo",
+                "objective": {"task": "other", "data": ["prompts_with_verifier"]},
+                "reward_function": {"path": str(workspace["reward"]), "name": "reward_target_fraction"},
+                "algorithm": {"learning_rate": 3e-2, "kl_coef": 0.0, "group_size": 4},
+                "data": {"train_files": [str(workspace["prompts"])], "max_prompt_length": 32,
+                         "max_response_length": 16, "train_batch_size": 2, "mini_batch_size": 2,
+                         "micro_batch_size_per_gpu": 8, "total_steps": steps},
+                "rollout": {"engine": "hf"}}
+    elif method == "dpo":
+        data = {**common, "name": name or "toy-dpo", "method": "dpo",
+                "objective": {"task": "other", "data": ["preference_pairs"]},
+                "algorithm": {"learning_rate": 1e-2, "beta": 0.1},
+                "data": {"train_files": [str(workspace["pairs"])], "max_prompt_length": 32,
+                         "max_response_length": 16, "train_batch_size": 4, "mini_batch_size": 4,
+                         "micro_batch_size_per_gpu": 4, "total_steps": steps}}
+    else:
+        raise ValueError(f"toy_plan supports grpo and dpo, not {method!r}")
+    return plan_from_dict(data)
