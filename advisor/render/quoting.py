@@ -197,9 +197,25 @@ def comment(value: Any) -> Quoted:
     return Quoted(text)
 
 
+def sh_command(launcher: list[Any], argv: list[Any], indent: str = "  ") -> Quoted:
+    """A readable command: the launcher on the first line, then one option (with its values) or
+    one positional word per continuation line. Every word is quoted on its own."""
+    lines = [" ".join(sh(w) for w in launcher)] if launcher else []
+    group: list[Quoted] = []
+    for w in argv:
+        if group and (str(w).startswith("-") or not str(group[0]).startswith("-")):
+            lines.append(" ".join(group))
+            group = []
+        group.append(sh(w))
+    if group:
+        lines.append(" ".join(group))
+    return Quoted((" \\\n" + indent).join(lines))
+
+
 FILTERS = {
     "sh": sh,
     "sh_argv": sh_argv,
+    "sh_command": sh_command,
     "sh_require_env": sh_require_env,
     "yaml_doc": yaml_doc,
     "json_doc": json_doc,

@@ -192,7 +192,12 @@ def _openrlhf(plan, d, carry, notes, base, env):
         runtime_env = {"env_vars": _ray_env_vars(launch)}
         submit = ["ray", "job", "submit", "--address", RefValue("RAY_ADDRESS"),
                   "--runtime-env-json", json.dumps(runtime_env, sort_keys=True), "--"]
-        script_launcher, script_argv, via_ray = submit + remote_command(launch.command), [], True
+        wrapped = remote_command(launch.command)
+        if wrapped == launch.command:
+            script_launcher, script_argv = submit + launcher, argv
+        else:  # bash -c 'exec ...' keeps the secret reference for the remote shell
+            script_launcher, script_argv = submit + wrapped[:2], wrapped[2:]
+        via_ray = True
     else:
         script_launcher, script_argv, via_ray = launcher, argv, False
     content = _render(env, "openrlhf/run.sh.j2", **base, module=module, env=list(launch.env.items()),
