@@ -20,6 +20,7 @@ what exists. Status comes from the workload's own status (RayJob ``jobDeployment
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Callable
 
@@ -99,13 +100,14 @@ class K8sBackend:
             raise BackendError("the k8s backend needs the kubernetes client: pip install "
                                "'rl-advisor[k8s]'", reason="missing_dependency") from None
         cfg = client.Configuration()
+        # KUBECONFIG is read now, not when the kubernetes package was imported.
+        path = self.kubeconfig or os.environ.get("KUBECONFIG") or None
         try:
-            config.load_kube_config(config_file=self.kubeconfig, context=self.context,
-                                    client_configuration=cfg)
+            config.load_kube_config(config_file=path, context=self.context, client_configuration=cfg)
             if self._namespace is None:
-                _, active = config.list_kube_config_contexts(config_file=self.kubeconfig)
+                _, active = config.list_kube_config_contexts(config_file=path)
                 if self.context:
-                    contexts, _ = config.list_kube_config_contexts(config_file=self.kubeconfig)
+                    contexts, _ = config.list_kube_config_contexts(config_file=path)
                     active = next((c for c in contexts if c["name"] == self.context), active)
                 self._namespace = (active or {}).get("context", {}).get("namespace") or "default"
         except config.ConfigException as exc:
@@ -193,6 +195,10 @@ class K8sBackend:
             else:
                 create = lambda: custom.create_cluster_custom_object(group, version, plural, obj)  # noqa: E731
                 read = lambda: custom.get_cluster_custom_object(group, version, plural, name)  # noqa: E731
+        elif kind == "ConfigMap":
+            create = lambda: _core.create_namespaced_config_map(ns, obj)  # noqa: E731
+            read = lambda: self._client().sanitize_for_serialization(  # noqa: E731
+                _core.read_namespaced_config_map(name, ns))
         elif kind == "Job":
             create = lambda: batch.create_namespaced_job(ns, obj)  # noqa: E731
             read = lambda: self._client().sanitize_for_serialization(  # noqa: E731
@@ -229,22 +235,35 @@ class K8sBackend:
                                f"{len(workloads)}", reason="bad_manifest")
         name = k8s_name(spec.run_id)
         ns = self.namespace
+        # Per-run ConfigMaps (the rendered artifacts) get run-specific names, and the workload's
+        # references follow, so two runs of one plan never collide.
+        renames: dict[str, str] = {}
+        configmaps = []
+        for m in manifests:
+            if m.get("kind") == "ConfigMap":
+                old = (m.get("metadata") or {}).get("name", "artifacts")
+                renames[old] = f"{name}-{old}"[:63].rstrip("-")
+                configmaps.append({**m, "metadata": {**(m.get("metadata") or {}), "name": renames[old]}})
+        workloads = [_rename_configmaps(w, renames) for w in workloads]
         ordered = [m for m in manifests if m.get("kind") in ("ResourceFlavor", "ClusterQueue")] + \
-            [m for m in manifests if m.get("kind") == "LocalQueue"] + workloads
+            [m for m in manifests if m.get("kind") == "LocalQueue"] + configmaps + workloads
         created: list[dict[str, str]] = []
         for obj in ordered:
             obj = stringify_quantities(obj)
             meta = obj.setdefault("metadata", {})
             if obj.get("kind") in WORKLOAD_KINDS:
                 meta["name"] = name
+            if obj.get("kind") in (*WORKLOAD_KINDS, "ConfigMap"):
                 meta.setdefault("labels", {})[RUN_LABEL] = k8s_label_value(spec.run_id)
+            if obj.get("kind") in ("ConfigMap", "Job"):
+                meta["namespace"] = ns
             if CUSTOM_KINDS.get(obj.get("kind", ""), ("", "", "", True))[3]:
                 meta["namespace"] = meta.get("namespace") or ns
             self._create(obj, k8s_label_value(spec.run_id))
             created.append({"kind": obj["kind"], "name": meta.get("name", "")})
         kind = workloads[0]["kind"]
         return {"namespace": ns, "kind": kind, "name": name, "context": self.context,
-                "created": created}
+                "created": created, "configmaps": sorted(renames.values())}
 
     def _read_workload(self, record: RunRecord) -> dict[str, Any] | None:
         from kubernetes.client.exceptions import ApiException
@@ -330,6 +349,18 @@ class K8sBackend:
         finish = getattr(reader, "finish", None)
         return points + (list(finish() or []) if finish else [])
 
+    def _delete_configmaps(self, record: RunRecord) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        _, _, core = self._apis()
+        ns = record.backend_ids.get("namespace") or self.namespace
+        for cm in record.backend_ids.get("configmaps") or []:
+            try:
+                self._call(f"delete ConfigMap {cm!r}", lambda cm=cm: core.delete_namespaced_config_map(cm, ns),
+                           ok_statuses=(404,))
+            except ApiException:
+                pass  # already gone
+
     def stop(self, record: RunRecord) -> RunStatus:
         """Delete the workload (its pods go with it); the shared Kueue objects stay."""
         from kubernetes import client
@@ -350,7 +381,22 @@ class K8sBackend:
             if exc.status != 404:
                 raise
             return RunStatus(state=RunState.STOPPED, message=f"{kind} {name!r} was already gone")
+        finally:
+            self._delete_configmaps(record)
         return RunStatus(state=RunState.STOPPED, message=f"deleted {kind} {name!r} in {ns!r}")
+
+
+def _rename_configmaps(obj: Any, renames: dict[str, str]) -> Any:
+    """Copy of ``obj`` with every ``configMap: {name: OLD}`` reference renamed."""
+    if isinstance(obj, dict):
+        out = {k: _rename_configmaps(v, renames) for k, v in obj.items()}
+        ref = out.get("configMap")
+        if isinstance(ref, dict) and ref.get("name") in renames:
+            out["configMap"] = {**ref, "name": renames[ref["name"]]}
+        return out
+    if isinstance(obj, list):
+        return [_rename_configmaps(v, renames) for v in obj]
+    return obj
 
 
 def k8s_label_value(run_id: str) -> str:

@@ -39,7 +39,7 @@ class Emulator:
                 self.km, self.url = km, str(srv.url).rstrip("/")
                 for res in ("ray.io/v1/rayjobs", "kueue.x-k8s.io/v1beta2/resourceflavors",
                             "kueue.x-k8s.io/v1beta2/clusterqueues", "kueue.x-k8s.io/v1beta2/localqueues",
-                            "batch/v1/jobs", "v1/pods"):
+                            "batch/v1/jobs", "v1/pods", "v1/configmaps"):
                     km.resources[res] = {}
                 self._ready.set()
                 await self._stop.wait()
@@ -242,6 +242,40 @@ def test_batch_job_failure_and_kueue_suspension(emu: Emulator, kubeconfig: str) 
          "message": "Job has reached the specified backoff limit"}]}})
     st = be.status(rec)
     assert st.state == RunState.FAILED and "BackoffLimitExceeded" in st.message
+
+
+def test_launch_tool_creates_the_rendered_objects_and_tracks_them(
+        emu: Emulator, kubeconfig: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """launch_run(backend='k8s') with the real rendered manifests of a TRL plan."""
+    from rl_advisor import tinymodel
+    from rl_advisor.launch_tools import launch_run, run_status, stop_run
+
+    monkeypatch.setenv("KUBECONFIG", kubeconfig)
+    ws = {"model": tmp_path / "m", "prompts": tmp_path / "p.jsonl", "reward": tmp_path / "r.py",
+          "pairs": tmp_path / "d.jsonl"}
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(
+        '{"num_attention_heads": 4, "hidden_size": 64, "num_hidden_layers": 2, "num_key_value_heads": 2, '
+        '"intermediate_size": 128, "vocab_size": 80, "max_position_embeddings": 256}')
+    plan = tinymodel.toy_plan(ws, "dpo", steps=5, name="k8s-toy")
+    dry = launch_run(plan, backend="k8s")
+    assert dry.dry_run and not emu.objects().get(("jobs", NS, "x"))
+    res = launch_run(plan, backend="k8s", confirm=True)
+    ids = res.backend_ids
+    objs = emu.objects()
+    job = objs[("jobs", NS, ids["name"])]
+    assert job["metadata"]["labels"][RUN_LABEL] == k8s_label_value(res.run_id)
+    cms = ids["configmaps"]
+    assert cms and all(("configmaps", NS, cm) in objs for cm in cms)
+    refs = [v["configMap"]["name"] for v in job["spec"]["template"]["spec"].get("volumes", []) if "configMap" in v]
+    assert refs and set(refs) <= set(cms)  # the workload mounts the run's own ConfigMap
+    emu.patch("jobs", NS, ids["name"], {"spec": {"suspend": False}, "status": {"active": 1}})
+    assert run_status(res.run_id).state == RunState.RUNNING
+    assert stop_run(res.run_id).dry_run  # not without confirm
+    assert ("jobs", NS, ids["name"]) in emu.objects()
+    assert stop_run(res.run_id, confirm=True).state == RunState.STOPPED
+    after = emu.objects()
+    assert ("jobs", NS, ids["name"]) not in after and all(("configmaps", NS, cm) not in after for cm in cms)
 
 
 @pytest.mark.integration

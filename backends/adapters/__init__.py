@@ -98,6 +98,30 @@ def launch_artifact(rendered: Any) -> Any:
                        field="plan.framework", value=str(rendered.framework))
 
 
+def k8s_manifests(rendered: Any) -> list[dict[str, Any]]:
+    """The Kubernetes objects of the rendered ``k8s_manifest`` artifact (multi-document YAML)."""
+    import yaml
+
+    docs: list[dict[str, Any]] = []
+    for art in rendered.artifacts:
+        if art.kind == "k8s_manifest":
+            docs += [d for d in yaml.safe_load_all(art.content) if isinstance(d, dict)]
+    return docs
+
+
+def entry_resources(rendered: Any) -> "Resources":
+    """The driver's resources as rendered in ``ray_job.json`` (entrypoint_num_cpus/gpus)."""
+    from backends.protocol import Resources
+
+    for art in rendered.artifacts:
+        if art.kind == "ray_job" and isinstance(art.data, dict):
+            d = art.data
+            return Resources(num_cpus=float(d.get("entrypoint_num_cpus") or 0),
+                             num_gpus=float(d.get("entrypoint_num_gpus") or 0),
+                             custom={k: float(v) for k, v in (d.get("entrypoint_resources") or {}).items()})
+    return Resources()
+
+
 def ray_resources(plan: Any) -> Any:
     """The placement plan's Ray resources (None if advisor.placement is not available)."""
     try:
@@ -109,21 +133,28 @@ def ray_resources(plan: Any) -> Any:
 
 def base_spec(rendered: Any, plan: Any, *, run_id: str, run_dir: Path, backend: str,
               options: dict[str, Any], metrics_files: list[str], metrics_format: str | None,
-              log_format: str | None, env: dict[str, str] | None = None) -> "LaunchSpec":
+              log_format: str | None, env: dict[str, str] | None = None,
+              creates_placement_groups: bool = False) -> "LaunchSpec":
     """The LaunchSpec shared by every framework: artifacts in ``<run_dir>/work``, the launch
-    artifact as entrypoint, the Plan's env plus the framework's, resources from placement."""
-    from backends.protocol import LaunchSpec, Resources
+    artifact as entrypoint, the Plan's env plus the framework's; the driver's resources from the
+    rendered Ray job, and (for frameworks that create their own Ray placement groups: veRL,
+    OpenRLHF) the placement plan's bundles, checked for feasibility before submission."""
+    from backends.protocol import LaunchSpec
 
     entry = launch_artifact(rendered)
     work = Path(run_dir) / "work"
     argv = ["bash", entry.name] if entry.format == "shell" else ["python", entry.name]
-    resources = Resources()
-    rp = ray_resources(plan) if backend in ("ray", "k8s") else None
-    if rp is not None:
-        bundles = [{"GPU": float(b.GPU), "CPU": float(b.CPU)} for pool in rp.pools for b in pool.bundles]
-        strategies = {pool.strategy for pool in rp.pools}
-        resources = Resources(num_cpus=1.0, placement_bundles=bundles,
-                              placement_strategy=next(iter(strategies)) if len(strategies) == 1 else "PACK")
+    resources = entry_resources(rendered)
+    if backend in ("ray", "k8s") and creates_placement_groups and \
+            str(plan.hardware.gpu).strip().lower() != "cpu":
+        rp = ray_resources(plan)
+        if rp is not None:
+            bundles = [{"GPU": float(b.GPU), "CPU": float(b.CPU)} for pool in rp.pools for b in pool.bundles]
+            strategies = {pool.strategy for pool in rp.pools}
+            resources.placement_bundles = bundles
+            resources.placement_strategy = next(iter(strategies)) if len(strategies) == 1 else "PACK"
+    if backend == "k8s":
+        options = {**options, "k8s_manifests": k8s_manifests(rendered)}
     full_env = {**plan.env, **(env or {})}
     return LaunchSpec(run_id=run_id, name=plan.name, framework=str(plan.framework.value),
                       run_dir=str(run_dir), working_dir=str(work), entrypoint=argv, env=full_env,

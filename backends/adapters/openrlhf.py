@@ -22,4 +22,4 @@ def launch_spec(rendered: Any, plan: Any, *, run_id: str, run_dir: Path, backend
     console = str(Path(run_dir) / "console.log")
     return base_spec(rendered, plan, run_id=run_id, run_dir=run_dir, backend=backend,
                      options=options, metrics_files=[console], metrics_format=METRICS_FORMAT,
-                     log_format=LOG_FORMAT)
+                     log_format=LOG_FORMAT, creates_placement_groups=True)

@@ -24,4 +24,4 @@ def launch_spec(rendered: Any, plan: Any, *, run_id: str, run_dir: Path, backend
     metrics = output_path(plan, work, METRICS_FILE)
     return base_spec(rendered, plan, run_id=run_id, run_dir=run_dir, backend=backend,
                      options=options, metrics_files=[metrics], metrics_format=METRICS_FORMAT,
-                     log_format=LOG_FORMAT, env={"VERL_FILE_LOGGER_PATH": metrics})
+                     log_format=LOG_FORMAT, creates_placement_groups=True, env={"VERL_FILE_LOGGER_PATH": metrics})
