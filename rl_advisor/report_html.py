@@ -52,6 +52,12 @@ def _plot_svg(name: str, steps: list[int], values: list[float],
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # text stays text: searchable, smaller
+        return _draw(plt, name, steps, values, notes)
+
+
+def _draw(plt, name: str, steps: list[int], values: list[float],
+          notes: list[tuple[int, Finding, object]]) -> str:
     fig, ax = plt.subplots(figsize=(6.4, 2.8), dpi=100)
     try:
         finite = [(s, v) for s, v in zip(steps, values) if math.isfinite(v)]

@@ -1,0 +1,323 @@
+"""diagnose_run's rules, tables and interfaces beyond the real cases.
+
+* every fix key exists in the framework's real schema (../shared/research/frameworks/*.tsv);
+* noisy healthy runs raise no warning or error (several seeds, two formats);
+* each metric rule fires on a run that has its failure, and reads the evidence right;
+* streaming in chunks gives the same diagnosis as reading whole;
+* the MCP tool (inline metrics) and a registry run id work end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from advisor.diagnosis import DiagnosisSession, diagnose_text
+from advisor.diagnosis.tables import load_table, oom_table, rules, signatures, taxonomy
+from advisor.errors import AdvisorError
+from rl_advisor.diagnose_tool import InlineMetricPoint, diagnose_path, diagnose_run
+
+# ----------------------------------------------------------------------------- fix keys
+
+
+def _framework_keys(shared: Path) -> dict[str, set[str]]:
+    fw = shared / "research" / "frameworks"
+    verl = set()
+    for name in ("verl-0.9.1-ppo_trainer.keys.tsv", "verl-0.9.1-ppo_megatron_trainer.keys.tsv"):
+        for line in (fw / name).read_text().splitlines():
+            if line and not line.startswith("#"):
+                verl.add(line.split("\t")[0])
+    scoped: dict[str, set[str]] = {}
+    for path in fw.glob("openrlhf-0.11.2-*.flags.tsv"):
+        cli = path.name.removeprefix("openrlhf-0.11.2-").removesuffix(".flags.tsv")
+        scoped[f"openrlhf:{cli}"] = {ln.split("\t")[0] for ln in path.read_text().splitlines()
+                                     if ln.startswith("--")}
+    for path in fw.glob("trl-1.16.0-*Config.fields.tsv"):
+        cls = path.name.removeprefix("trl-1.16.0-").removesuffix(".fields.tsv")
+        fields = set()
+        for ln in path.read_text().splitlines():
+            if ln.startswith("# section 3"):
+                fields.update(x.strip() for x in ln.split(":", 1)[1].split(","))
+            elif ln and not ln.startswith("#"):
+                fields.add(ln.split("\t")[0])
+        scoped[f"trl:{cls}"] = fields
+    scoped["verl"] = verl
+    return scoped
+
+
+def _all_fix_rows() -> list[tuple[str, str, dict]]:
+    rows = []
+    for table in [r.get("fixes") or {} for r in rules()] + [s.get("fixes") or {} for s in signatures()] \
+            + list(oom_table()["fixes"].values()):
+        for fw, fixes in table.items():
+            for fx in fixes:
+                rows.append((fw, fx["key"], fx))
+    return rows
+
+
+def test_every_fix_key_exists_in_the_framework_schema(shared_dir: Path) -> None:
+    keys = _framework_keys(shared_dir)
+    nemo_text = (shared_dir / "research" / "frameworks.md").read_text()
+    nemo_text = nemo_text[nemo_text.index("## 4. NeMo-RL"):nemo_text.index("## 5.")]
+    nemo_text = re.sub(r"(\w+)_min/max", r"\1_min \1_max", nemo_text)  # "ratio_clip_min/max"
+    checked = 0
+    missing = []
+    for fw, key, fx in _all_fix_rows():
+        if fx.get("kind", "config") != "config":
+            continue
+        checked += 1
+        if fw == "verl":
+            ok = key in keys["verl"]
+        elif fw in ("openrlhf", "trl"):
+            ok = key in keys.get(f"{fw}:{fx.get('scope')}", set())  # the scope names the CLI / config class
+        elif fw == "nemo_rl":
+            ok = all(part in nemo_text for part in key.split("."))
+        else:
+            ok = False
+        if not ok:
+            missing.append(f"{fw}:{fx.get('scope') or ''}:{key}")
+    assert not missing, f"fix keys not in the frameworks' schemas: {missing}"
+    assert checked > 80
+
+
+def test_rules_and_signatures_are_documented() -> None:
+    cats = set(taxonomy())
+    for row in rules() + signatures():
+        assert row["category"] in cats, row["id"]
+        assert row.get("source"), row["id"]
+        assert row["severity"] in ("error", "warning", "info")
+    for row in rules():
+        assert row.get("rationale") and row.get("likely_cause"), row["id"]
+    for sig in signatures():
+        for pat in sig.get("patterns", []):
+            re.compile(pat)
+    assert set(oom_table()["causes"]) <= cats
+    load_table.cache_clear()
+
+
+# ----------------------------------------------------------------------------- synthetic runs
+
+
+def _healthy_verl(seed: int, steps: int = 300) -> str:
+    rng = random.Random(seed)
+    lines = ["(TaskRunner pid=1) Training Progress starting", "INFO: using vLLM rollout"]
+    for t in range(1, steps + 1):
+        reward = 0.3 + 0.35 * (1 - math.exp(-t / 90)) + rng.gauss(0, 0.05)
+        ent = 0.6 * (0.6 + 0.4 * math.exp(-t / 150)) * math.exp(rng.gauss(0, 0.05))
+        kl = 0.001 + 0.03 * t / steps + abs(rng.gauss(0, 0.002))
+        length = 400 + 200 * t / steps + rng.gauss(0, 20)
+        gen, step = 30 + rng.gauss(0, 3), 100 + rng.gauss(0, 5)
+        m = {
+            "actor/entropy": ent, "actor/kl_loss": kl, "actor/ppo_kl": rng.gauss(0, 1e-4),
+            "actor/pg_clipfrac": abs(rng.gauss(0.002, 0.001)), "actor/pg_loss": rng.gauss(0, 0.05),
+            "actor/grad_norm": math.exp(rng.gauss(math.log(0.3), 0.35)), "actor/lr": 1e-6,
+            "critic/score/mean": reward, "critic/score/max": 1.0, "critic/score/min": 0.0,
+            "critic/advantages/max": 2.0 + rng.random(), "critic/advantages/min": -2.0 - rng.random(),
+            "response_length/mean": length, "response_length/max": 1024.0,
+            "response_length/clip_ratio": abs(rng.gauss(0.01, 0.005)),
+            "timing_s/gen": gen, "timing_s/step": step, "perf/throughput": 2500 + rng.gauss(0, 100),
+            "perf/mfu/actor": 0.35 + rng.gauss(0, 0.01), "training/global_step": t,
+        }
+        if t % 20 == 0:
+            m["val-core/openai/gsm8k/acc/mean@1"] = 0.4 + 0.3 * (1 - math.exp(-t / 100)) + rng.gauss(0, 0.01)
+        body = " - ".join(f"{k}:np.float64({v!r})" if k.startswith("actor") else f"{k}:{v!r}" for k, v in m.items())
+        lines.append(f"(TaskRunner pid=1) step:{t} - {body}")
+        if t % 50 == 0:
+            lines.append("(WorkerDict pid=2) INFO: saved checkpoint")
+    return "\n".join(lines) + "\n"
+
+
+def _healthy_trl_jsonl(seed: int, steps: int = 200) -> str:
+    rng = random.Random(seed)
+    out = []
+    for t in range(1, steps + 1):
+        out.append(json.dumps({
+            "step": t, "loss": rng.gauss(0, 0.02), "grad_norm": math.exp(rng.gauss(math.log(0.5), 0.3)),
+            "learning_rate": 1e-6, "reward": 0.4 + 0.3 * t / steps + rng.gauss(0, 0.06),
+            "reward_std": 0.4 + rng.gauss(0, 0.03), "frac_reward_zero_std": min(1, abs(rng.gauss(0.2, 0.08))),
+            "kl": 0.002 + 0.02 * t / steps, "entropy": 0.7 - 0.2 * t / steps + rng.gauss(0, 0.02),
+            "completions/mean_length": 200 + rng.gauss(0, 15), "completions/clipped_ratio": abs(rng.gauss(0.01, 0.01)),
+            "clip_ratio/region_mean": abs(rng.gauss(0.001, 0.001)), "step_time": 5 + rng.gauss(0, 0.3)}))
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_healthy_noisy_runs_raise_no_alarm(seed: int) -> None:
+    for text in (_healthy_verl(seed), _healthy_trl_jsonl(seed)):
+        diag = diagnose_text(text)
+        loud = [(f.category, f.summary) for f in diag.findings if f.severity in ("error", "warning")]
+        assert not loud, loud
+        assert diag.status == "healthy"
+        assert sum(c.status == "passed" for c in diag.checks) >= 8
+
+
+def _verl_lines(rows: list[dict]) -> str:
+    return "\n".join(f"step:{i} - " + " - ".join(f"{k}:{v}" for k, v in r.items()) for i, r in enumerate(rows, 1)) + "\n"
+
+
+def _categories(text: str, plan=None) -> dict[str, str]:
+    return {f.category: f.severity for f in diagnose_text(text, plan).findings}
+
+
+def test_entropy_collapse_and_kl_spike_fire() -> None:
+    rng = random.Random(1)
+    rows = [{"actor/entropy": 0.8 * math.exp(-t / 15) + 0.002, "actor/kl_loss": 0.01 + abs(rng.gauss(0, 0.002)),
+             "critic/score/mean": 0.5} for t in range(60)]
+    rows[40]["actor/kl_loss"] = 3.5
+    cats = _categories(_verl_lines(rows))
+    assert cats.get("entropy_collapse") == "error"
+    assert cats.get("kl_explosion") == "error"
+
+
+def test_nan_grad_norm_fires_with_the_first_bad_step() -> None:
+    rows = [{"actor/grad_norm": 0.5, "critic/score/mean": 0.3} for _ in range(10)]
+    rows[6]["actor/grad_norm"] = "np.float64(nan)"
+    diag = diagnose_text(_verl_lines(rows))
+    f = next(f for f in diag.findings if f.category == "grad_norm_nan")
+    assert f.severity == "error" and "step 7" in f.summary
+
+
+def test_truncation_uses_the_plan_cap() -> None:
+    from advisor.plan import Plan, RoleModel
+
+    rows = [{"response_length/mean": 1000 + i, "response_length/max": 1024, "critic/score/mean": 0.4}
+            for i in range(10)]
+    assert "response_truncation" not in _categories(_verl_lines(rows))
+    plan = Plan(policy=RoleModel(model="Qwen2.5-7B-Instruct"))
+    plan.data.max_response_length = 1024
+    assert _categories(_verl_lines(rows), plan).get("response_truncation") == "error"
+
+
+def test_clip_ratio_metric_bug_detected_with_plan() -> None:
+    from advisor.plan import Plan, RoleModel
+
+    rows = [{"response_length/clip_ratio": 0.3, "response_length/max": 700, "response_length/mean": 300}
+            for _ in range(5)]
+    plan = Plan(policy=RoleModel(model="Qwen2.5-7B-Instruct"))
+    plan.data.max_response_length = 2048
+    cats = _categories(_verl_lines(rows), plan)
+    assert cats.get("metric_artifact_check_first") == "warning"
+
+
+def test_dpo_stuck_at_ln2_and_overoptimisation() -> None:
+    stuck = "\n".join(str({"loss": "0.6931", "rewards/chosen": "0", "rewards/margins": "0",
+                           "rewards/accuracies": "0", "learning_rate": "1e-06", "epoch": f"{i / 10}"})
+                      for i in range(6)) + "\n"
+    assert _categories(stuck).get("no_learning_signal_config") == "error"
+    over = "\n".join(str({"loss": 0.001, "rewards/margins": 15.0 + i, "rewards/accuracies": 1.0,
+                          "learning_rate": 6e-5, "logps/chosen": -300 - 50 * i}) for i in range(5)) + "\n"
+    diag = diagnose_text(over)
+    f = next(f for f in diag.findings if f.category == "dpo_overoptimization_high_lr")
+    assert "learning rate" in f.likely_cause
+
+
+def test_generation_bound_and_logprob_trend() -> None:
+    rows = [{"timing_s/gen": 70.0, "timing_s/step": 100.0, "critic/score/mean": 0.4} for _ in range(5)]
+    assert _categories(_verl_lines(rows)).get("generation_bound") == "warning"
+    nemo = "".join(f"===== Step {t}/20 =====\n  • Token Mult Prob Error: {1.0 + 0.01 * t:.3f}\n  • Loss: 0.1\n"
+                   for t in range(1, 21))
+    assert _categories(nemo).get("rollout_train_logprob_mismatch") == "error"
+
+
+def test_critic_divergence_fires_on_rising_value_loss() -> None:
+    rows = [{"critic/vf_loss": 1.0 * 1.2 ** t, "critic/score/mean": 0.3} for t in range(20)]
+    assert _categories(_verl_lines(rows)).get("critic_divergence") == "warning"
+
+
+def test_oom_phase_from_traceback_frames() -> None:
+    trace = ("Traceback (most recent call last):\n"
+             '  File "/x/verl/workers/fsdp_workers.py", line 900, in update_actor\n'
+             '  File "/x/verl/workers/actor/dp_actor.py", line 400, in update_policy\n'
+             '  File "/x/torch/autograd/__init__.py", line 200, in backward\n'
+             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    diag = diagnose_text(trace)
+    assert diag.findings[0].category == "oom_actor_train"
+    assert diag.findings[0].evidence[0].lines[0].line == 5
+    wake = "INFO vllm wake_up(tags=['weights'])\nRuntimeError: CUDA error: out of memory (cumem_allocator.cpp:145)\n"
+    assert diagnose_text(wake).findings[0].category == "oom_rollout_wakeup"
+
+
+# ----------------------------------------------------------------------------- streaming and interfaces
+
+
+def test_streaming_chunks_give_the_same_diagnosis() -> None:
+    text = _healthy_verl(3, steps=120) + "ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+    whole = diagnose_text(text)
+    session = DiagnosisSession()
+    rng = random.Random(0)
+    pos = 0
+    while pos < len(text):
+        step = rng.randint(1, 5000)
+        session.feed(text[pos:pos + step])
+        pos += step
+    chunked = session.finish()
+    assert [(f.category, f.severity, f.summary) for f in chunked.findings] == \
+        [(f.category, f.severity, f.summary) for f in whole.findings]
+    assert chunked.lines_read == whole.lines_read and chunked.points_read == whole.points_read == 120
+
+
+def test_bad_input_names_the_field(tmp_path: Path) -> None:
+    with pytest.raises(AdvisorError) as exc:
+        diagnose_run(path=str(tmp_path / "missing.log"))
+    assert exc.value.problems[0].field == "path"
+    with pytest.raises(AdvisorError):
+        diagnose_run()
+    with pytest.raises(AdvisorError):
+        diagnose_run(path=str(tmp_path), log_text="x")
+
+
+def test_binary_file_is_read_without_error(tmp_path: Path) -> None:
+    p = tmp_path / "garbage.bin"
+    p.write_bytes(bytes(random.Random(2).randrange(256) for _ in range(300_000)))
+    diag = diagnose_path(p)
+    assert diag.status in ("healthy", "no_data", "problems")
+    assert not [f for f in diag.findings if f.severity == "error"]
+
+
+async def test_mcp_tool_with_inline_metrics() -> None:
+    import jsonschema
+    from mcp import Client
+
+    from rl_advisor.mcp_server import build_server
+
+    metrics = [{"step": t, "values": {"entropy": 1.0 * 0.6 ** t, "reward": 0.5}} for t in range(8)]
+    async with Client(build_server()) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert "diagnose_run" in tools
+        result = await client.call_tool("diagnose_run", {"metrics": metrics, "framework": "trl"})
+        assert not result.is_error, result.content
+        jsonschema.validate(result.structured_content, tools["diagnose_run"].output_schema)
+        data = result.structured_content
+        assert data["findings"][0]["category"] == "entropy_collapse"
+        assert all(fx["framework"] == "trl" for fx in data["findings"][0]["fixes"])
+        bad = await client.call_tool("diagnose_run", {"path": "/nonexistent/run.log"})
+        assert bad.is_error
+
+
+def test_registry_run_id(tmp_path: Path) -> None:
+    registry = pytest.importorskip("backends.registry")
+    from backends.protocol import RunRecord, RunState
+
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("".join(json.dumps({"step": t, "reward": 0.0, "reward_std": 0.0,
+                                           "frac_reward_zero_std": 1.0, "grad_norm": 0.0,
+                                           "completions/mean_length": 30.0}) + "\n" for t in range(1, 6)))
+    stderr = tmp_path / "stderr.log"
+    stderr.write_text("Traceback (most recent call last):\nZeroDivisionError: division by zero in micro_batch split\n")
+    now = "2026-01-01T00:00:00Z"
+    record = RunRecord(run_id="diag-test-1", name="t", created_at=now, updated_at=now, backend="local",
+                       framework="trl", state=RunState.FAILED, run_dir=str(tmp_path),
+                       log_paths={"stderr": str(stderr)}, metrics_paths=[str(metrics)], metrics_format="trl_jsonl")
+    reg = registry.RunRegistry()
+    reg.create(record)
+    diag = diagnose_run(run_id="diag-test-1")
+    cats = [f.category for f in diag.findings]
+    assert "batch_size_misconfig" in cats and "zero_variance_groups" in cats
+    assert diag.framework == "trl" and diag.points_read == 5
+    with pytest.raises(AdvisorError):
+        diagnose_run(run_id="no-such-run")
