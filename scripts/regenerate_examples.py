@@ -40,7 +40,8 @@ class Example:
     kinds: tuple[str, ...]
     intro: str
     ray_resources: bool = False
-    extra_notes: tuple[str, ...] = field(default_factory=tuple)
+    options: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    """RenderOptions for the cluster side (namespace, image, queue), as (field, value) pairs."""
 
 
 FRAMEWORK_KINDS = ("launch_script", "framework_config", "accelerate_config", "entry_script")
@@ -90,6 +91,8 @@ EXAMPLES: tuple[Example, ...] = (
         title="A KubeRay RayJob admitted by Kueue: the same DAPO run on Kubernetes",
         plan="dapo-qwen2.5-32b-verl-4x8xh100.yaml",
         kinds=("k8s_manifest",),
+        options=(("namespace", "rl-team"), ("image", "registry.example.com/rl/verl:0.9.1"),
+                 ("queue_name", "rl-team-h100")),
         intro=("One worker group per pool, whole-node GPU pods, secrets by reference. The RayJob "
                "carries the `kueue.x-k8s.io/queue-name` label and starts suspended, so Kueue "
                "admits all of its pods at once (gang scheduling) against the ClusterQueue quota "
@@ -119,13 +122,43 @@ def _yaml(data: object) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
 
 
-def render_example(ex: Example) -> str:
+def _bundles(bundles: list) -> str:
+    """Consecutive identical bundles collapsed: '16 × {GPU: 1, CPU: 12}'."""
+    groups: list[list] = []
+    for b in bundles:
+        shown = "{" + ", ".join(f"{k}: {v:g}" if isinstance(v, float) else f"{k}: {v}"
+                                for k, v in b.model_dump(exclude_none=True).items()) + "}"
+        if groups and groups[-1][0] == shown:
+            groups[-1][1] += 1
+        else:
+            groups.append([shown, 1])
+    return " + ".join(f"{n} × {s}" for s, n in groups)
+
+
+def _placement_table(resources) -> str:
+    rows = ["| pool | roles | bundles | strategy | nodes | why |", "|---|---|---|---|---|---|"]
+    for p in resources.pools:
+        rows.append(f"| {p.name} | {', '.join(p.roles)} | {_bundles(p.bundles)} | `{p.strategy}` | "
+                    f"{p.nodes} | {p.reason} |")
+    rows.append("")
+    rows.append(f"Total {resources.total_gpus} GPUs and {resources.total_cpus:g} CPUs on {resources.nodes} "
+                f"nodes of {resources.gpus_per_node} GPUs; feasible: {'yes' if resources.feasible else 'no'}"
+                + ("; " + "; ".join(resources.problems) if resources.problems else "") + ".\n")
+    return "\n".join(rows)
+
+
+def rendered_for(ex: Example):
+    """(plan text, Plan, RenderedConfig) for one example, exactly as examples.md shows it."""
     from advisor.plan import plan_from_yaml
-    from advisor.render import render_config
+    from advisor.render import RenderOptions, render_config
 
     plan_text = (PLANS / ex.plan).read_text(encoding="utf-8")
     plan = plan_from_yaml(plan_text)
-    rendered = render_config(plan)
+    return plan_text, plan, render_config(plan, options=RenderOptions(**dict(ex.options)))
+
+
+def render_example(ex: Example) -> str:
+    plan_text, plan, rendered = rendered_for(ex)
     stamp = rendered.stamp
     out = [f"## {ex.title}\n", f"{ex.intro}\n",
            f"Plan: [`examples/plans/{ex.plan}`](examples/plans/{ex.plan}) · rendered for "
@@ -135,8 +168,7 @@ def render_example(ex: Example) -> str:
         from advisor.placement.resources import ray_resources
 
         resources = ray_resources(plan)
-        out += ["### Placement groups (`ray_resources`)\n",
-                _fence(_yaml(resources.model_dump(mode="json", exclude_none=True)), "yaml")]
+        out += ["### Placement groups (`ray_resources`)\n", _placement_table(resources)]
     shown = [a for a in rendered.artifacts if a.kind in ex.kinds]
     if not shown:
         raise SystemExit(f"{ex.plan}: render_config produced no artifact of kinds {ex.kinds}")

@@ -432,16 +432,8 @@ def test_examples_cover_the_six_required_artifacts():
 
 
 def _rendered_examples():
-    from advisor.plan import plan_from_yaml
-    from advisor.render import render_config
-
     regen = _load_script("regenerate_examples")
-    seen = {}
-    for ex in regen.EXAMPLES:
-        if ex.plan not in seen:
-            plan = plan_from_yaml((REPO / "examples" / "plans" / ex.plan).read_text(encoding="utf-8"))
-            seen[ex.plan] = render_config(plan)
-    return seen
+    return {f"{ex.anchor} ({ex.plan})": regen.rendered_for(ex)[2] for ex in regen.EXAMPLES}
 
 
 def test_every_example_artifact_passes_the_release_validators():
