@@ -73,6 +73,12 @@ TOOLS: list[ToolSpec] = [
     ToolSpec("budget_memory", "advisor.memory:budget_memory",
              "Will this Plan fit? Per-GPU peak per pool over the phases of one RL step (rollout, log-probs, "
              "updates, weight sync), binding phase/term, host RAM, and a ranked fix ladder in framework keys."),
+    ToolSpec("import_config", "advisor.importers:import_config",
+             "Read a veRL launch (Hydra overrides), OpenRLHF command line or TRL config YAML into a Plan; "
+             "lists every setting that was not understood and recognises OpenRLHF 0.9.5 legacy flags."),
+    ToolSpec("budget_memory_from_config", "advisor.memory.from_config:budget_memory_from_config",
+             "Will this existing veRL/OpenRLHF/TRL config OOM? Import it, then budget_memory with the "
+             "fix ladder in that framework's keys (give gpu and typical lengths a config does not carry)."),
 ]
 
 

@@ -62,7 +62,12 @@ def _new_value(plan: Plan, path: str, op: Any) -> Any:
             return None
         return max(1, int(cur) // 2)
     if op == "double":
-        return None if cur is None else int(cur) * 2
+        if cur is None:
+            return None
+        new = int(cur) * 2
+        if path.endswith((".sp", ".cp")) and new > plan.hardware.total_gpus:
+            return None  # a sequence-parallel group cannot exceed the GPUs
+        return new
     if isinstance(op, str) and op.startswith("minus_"):
         step = float(op.split("_", 1)[1])
         if cur is None or cur - step < 0.1 - 1e-9:
