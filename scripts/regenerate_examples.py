@@ -61,8 +61,9 @@ EXAMPLES: tuple[Example, ...] = (
         title="PPO on OpenRLHF: Llama-3.1-8B-Instruct with a reward model and a critic, 2×8×H100",
         plan="ppo-llama3.1-8b-openrlhf-2x8xh100.yaml",
         kinds=FRAMEWORK_KINDS,
-        intro=("Four models: actor and reference on one node, critic and reward model on the other, "
-               "vLLM engines for rollout. OpenRLHF 0.11.2 flags are dotted (`--actor.num_nodes`, "
+        intro=("Four models and the vLLM engines colocated on all 16 GPUs (OpenRLHF's hybrid engine, "
+               "`--train.colocate_all`, which requires engines × TP = actor GPUs), time-sliced with "
+               "vLLM and DeepSpeed sleep. OpenRLHF 0.11.2 flags are dotted (`--actor.num_nodes`, "
                "`--algo.advantage.estimator`); the flat flags of older posts are rejected."),
     ),
     Example(
