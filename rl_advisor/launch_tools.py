@@ -392,7 +392,15 @@ def refresh(record: RunRecord) -> tuple[RunRecord, str]:
         be = get_backend(record.backend, record.options)
         st = be.status(record)
     except BackendError as exc:
-        return record, f"{record.backend} backend unreachable: {exc}"
+        # The backend cannot say (Ray head down, API server unreachable): record that the state
+        # is unknown and why, without inventing a terminal state; the next successful poll
+        # moves the run on.
+        note = f"{record.backend} backend could not be asked: {exc}"
+        if exc.reason in ("unreachable", "server_error"):
+            _registry_call(reg.set_status, record.run_id, RunState.UNKNOWN, note[:2000],
+                           source=record.backend)
+            return reg.get(record.run_id), note
+        return record, note
     if st.backend_ids:
         _registry_call(reg.update_ids, record.run_id, st.backend_ids)
     _registry_call(reg.set_status, record.run_id, st.state, st.message, exit_code=st.exit_code,
