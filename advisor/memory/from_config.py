@@ -3,7 +3,9 @@ fill what a config never says (GPU type, typical lengths), and budget the result
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
+
+from advisor.errors import AdvisorError
 
 from advisor.importers import ImportResult, import_config
 from advisor.memory.models import MemoryBudget
@@ -28,13 +30,15 @@ class ConfigBudget(BaseModel):
 
 
 def budget_memory_from_config(text: str, framework: Framework | None = None, gpu: str | None = None,
-                              mean_prompt_length: int | None = Field(None, gt=0),
-                              mean_response_length: int | None = Field(None, gt=0)) -> ConfigBudget:
+                              mean_prompt_length: int | None = None,
+                              mean_response_length: int | None = None) -> ConfigBudget:
     """Will this existing veRL / OpenRLHF / TRL config OOM? Imports it into a Plan (reporting what
     was not understood), applies the GPU type and typical lengths a config does not carry, and
     returns the full memory budget with the fix ladder in that framework's keys."""
     from advisor.memory import budget_memory
 
+    mean_prompt_length = _positive("mean_prompt_length", mean_prompt_length)
+    mean_response_length = _positive("mean_response_length", mean_response_length)
     imported = import_config(text, framework)
     plan = imported.plan
     update: dict = {}
@@ -42,7 +46,7 @@ def budget_memory_from_config(text: str, framework: Framework | None = None, gpu
         update["hardware"] = plan.hardware.model_copy(update={"gpu": gpu})
     data_upd = {k: v for k, v in (("mean_prompt_length", mean_prompt_length),
                                   ("mean_response_length", mean_response_length))
-                if isinstance(v, int)}
+                if v is not None}
     if data_upd:
         update["data"] = plan.data.model_copy(update=data_upd)
     if update:
@@ -50,3 +54,16 @@ def budget_memory_from_config(text: str, framework: Framework | None = None, gpu
                                     **{k: v.model_dump(mode="python") for k, v in update.items()}})
         imported = imported.model_copy(update={"plan": plan})
     return ConfigBudget(imported=imported, budget=budget_memory(plan))
+
+
+def _positive(name: str, value: int | str | None) -> int | None:
+    """A token count from JSON (int) or the CLI (text)."""
+    if value is None:
+        return None
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = 0
+    if n <= 0:
+        raise AdvisorError("must be a positive number of tokens", field=name, value=value, allowed="an integer > 0")
+    return n
