@@ -240,3 +240,37 @@ def test_framework_support_matrix_agrees_with_choose_framework_facts():
                 f"guide: {row[0]} on {col} = {cellv!r}; framework_facts.yaml: {level}"
             checked += 1
     assert checked >= 50, checked
+
+
+# Numbers the hand-written prose states about diagnose_run's thresholds, and the rule parameter
+# each one restates. If a threshold changes in diagnosis_rules.yaml, this names the sentence to fix.
+PROSE_THRESHOLDS = [
+    ("red-flags.md", "more than 80% from its start", "entropy_collapse", "drop", 0.8),
+    ("red-flags.md", "or below 0.05", "entropy_collapse", "floor", 0.05),
+    ("reward-hacking-and-eval.md", "> 1.5 and rising", "entropy_explosion", "level", 1.5),
+    ("red-flags.md", "KL above 1.0 per token", "kl_spike", "kl_level", 1.0),
+    ("red-flags.md", "×10 between two logs", "kl_spike", "factor", 10.0),
+    ("red-flags.md", "KL above 0.1 and still", "kl_drift", "kl_level", 0.1),
+    ("red-flags.md", "length grows more than 2×", "reward_hacking_kl_length", "length_ratio", 2.0),
+    ("red-flags.md", "below half their length", "reward_shortcut", "length_ratio", 0.5),
+    ("red-flags.md", "`frac_reward_zero_std` above 0.7", "zero_variance_groups", "frac_warn", 0.7),
+    ("red-flags.md", "clip ratio above 0.05", "response_truncation", "warn", 0.05),
+    ("troubleshooting.md", "Clip ratio of response length > 0.2", "response_truncation", "error", 0.2),
+    ("red-flags.md", "margins above 10", "dpo_overoptimization", "margin_above", 10.0),
+    ("red-flags.md", "loss\n  below 0.05", "dpo_overoptimization", "loss_below", 0.05),
+    ("reward-hacking-and-eval.md", "spikes ≥ 10× the running median", "grad_norm_spikes", "factor", 10.0),
+    ("performance.md", "above 0.5, with a long tail", "generation_bound", "share", 0.5),
+    ("performance.md", "above ~1.3", "generation_bound", "tail_ratio", 1.3),
+    ("systems-architecture.md", "alarming above 1.05", "logprob_mismatch", "tme_warn", 1.05),
+]
+
+
+@pytest.mark.parametrize("page,phrase,rule,param,value", PROSE_THRESHOLDS,
+                         ids=[f"{r}.{p}" for _, _, r, p, _ in PROSE_THRESHOLDS])
+def test_prose_thresholds_are_diagnose_runs_thresholds(page, phrase, rule, param, value):
+    rules = {r["id"]: r for r in yaml.safe_load((DATA / "diagnosis_rules.yaml").read_text(encoding="utf-8"))["rules"]}
+    text = regen.BLOCK.sub("", (GUIDE / page).read_text(encoding="utf-8"))
+    assert phrase in text, f"guide/{page} no longer says {phrase!r}"
+    assert rule in rules, f"diagnosis_rules.yaml has no rule {rule}"
+    actual = rules[rule]["params"][param]
+    assert actual == value, f"guide/{page} says {phrase!r} but {rule}.{param} = {actual}"
