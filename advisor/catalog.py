@@ -395,6 +395,13 @@ def spec_from_hf_config(config: dict[str, Any], name: str | None = None) -> Mode
             qk_nope_head_dim=int(need("qk_nope_head_dim")), qk_rope_head_dim=int(need("qk_rope_head_dim")),
             v_head_dim=int(need("v_head_dim")),
             head_dim=int(cfg["qk_nope_head_dim"]) + int(cfg["qk_rope_head_dim"]))
+    inexact = []
+    if model_type not in SUPPORTED_ARCHITECTURES:
+        inexact.append(f"model_type {model_type} is counted with the Llama-family formula")
+    if cfg.get("mlp_bias"):
+        inexact.append("mlp_bias is not counted")
+    if inexact:
+        spec["source"] = "config.json (approximate: " + "; ".join(inexact) + ")"
     try:
         out = ModelSpec.model_validate(spec)
     except ValidationError as exc:

@@ -212,3 +212,14 @@ def test_list_catalog_tool() -> None:
     models = catalog.list_catalog("models")
     assert len(models.rows) == len(ENTRIES)
     assert "DeepSeek-V3" in models.to_text() and "671.03B" in models.to_text()
+
+
+def test_unsupported_model_type_is_marked_approximate() -> None:
+    """A model_type without an exact formula is still counted (Llama family) but says so."""
+    spec = catalog.spec_from_hf_config({"model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32,
+                                        "num_attention_heads": 32, "vocab_size": 32064,
+                                        "intermediate_size": 8192}, name="Phi-3-mini")
+    assert "approximate" in spec.source and spec.params / 1e9 == pytest.approx(3.82, rel=0.01)
+    exact = catalog.spec_from_hf_config({"model_type": "llama", **catalog.hf_config_kwargs(
+        catalog.get_model("Llama-2-7B"))})
+    assert exact.source == "config.json"
