@@ -48,11 +48,10 @@ def diagnose_path(path: str | Path | list[str | Path], plan: Plan | None = None,
                   framework: Framework | str | None = None) -> Diagnosis:
     """Diagnose a log file (any supported format), several files of one run, a TensorBoard
     file/directory, or a run directory (its metric files and logs)."""
-    paths = [Path(x).expanduser() for x in (path if isinstance(path, list) else [path])]
-    for p in paths:
-        if not p.exists():
-            raise AdvisorError("no such file or directory", field="path", value=str(p),
-                               allowed="a log file, a TensorBoard directory or a run directory")
+    from rl_advisor.safe_paths import check_input_path
+
+    # MCP-supplied paths: resolved (symlinks, '..') and confined to the allowed roots
+    paths = [check_input_path(x, field="path") for x in (path if isinstance(path, list) else [path])]
     session = _session(plan, framework)
     notes: list[str] = []
     try:

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from advisor.errors import AdvisorError, FieldProblem, as_advisor_error
 from rl_advisor import __version__, paths
+from rl_advisor.safe_paths import untrusted_caller
 from rl_advisor.tools import available_tools, guarded
 
 INSTRUCTIONS = """rl-advisor plans, budgets, renders, launches and diagnoses LLM post-training runs
@@ -82,14 +83,19 @@ class AdvisorMCPServer(MCPServer):
 
 
 def _as_mcp_tool(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a tool so advisor errors reach the client as structured, field-naming errors."""
+    """Wrap a tool so advisor errors reach the client as structured, field-naming errors.
+
+    Calls run as an untrusted caller (``safe_paths``): file paths a client sends are confined
+    to the allowed roots (cwd, data folder, $RL_ADVISOR_ALLOWED_ROOTS) after resolving symlinks.
+    """
     inner = guarded(fn)
 
     if inspect.iscoroutinefunction(inner):
         @functools.wraps(inner)
         async def async_tool(*args: Any, **kwargs: Any) -> Any:
             try:
-                return await inner(*args, **kwargs)
+                with untrusted_caller():
+                    return await inner(*args, **kwargs)
             except AdvisorError as exc:
                 raise _tool_error(exc) from None
         return async_tool
@@ -97,7 +103,8 @@ def _as_mcp_tool(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(inner)
     def tool(*args: Any, **kwargs: Any) -> Any:
         try:
-            return inner(*args, **kwargs)
+            with untrusted_caller():
+                return inner(*args, **kwargs)
         except AdvisorError as exc:
             raise _tool_error(exc) from None
     return tool

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 from advisor.metrics import MetricPoint, detect_format, make_point, make_reader
+from rl_advisor.safe_paths import check_input_path, open_input
 
 CHUNK_BYTES = 1 << 20
 HEAD_BYTES = 64 << 10
@@ -29,14 +30,14 @@ def is_tensorboard_path(path: Path) -> bool:
 
 
 def read_head(path: Path, limit: int = HEAD_BYTES) -> str:
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:  # confined to the allowed roots under an MCP call
         return fh.read(limit).decode("utf-8", errors="replace")
 
 
 def iter_text_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[str]:
     """The file's text, decoded incrementally (errors replaced), ``chunk_bytes`` at a time."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:  # confined to the allowed roots under an MCP call
         while True:
             block = fh.read(chunk_bytes)
             if not block:
@@ -69,6 +70,7 @@ def read_tensorboard(path: Path) -> Iterator[MetricPoint]:
                            "(pip install 'rl-advisor[tensorboard]')") from exc
     files = [path] if path.is_file() else sorted(path.rglob("events.out.tfevents*"))
     for file in files:
+        file = check_input_path(file, want="file")  # a symlink out of the allowed roots: refused
         current: dict[str, float] = {}
         step: int | None = None
         for event in EventFileLoader(str(file)).Load():

@@ -60,7 +60,9 @@ def write_artifacts(rendered: RenderedConfig, output_dir: str) -> list[str]:
 
     Artifact names are fixed by the renderer (never user input), so they stay inside the folder.
     """
-    root = Path(output_dir).expanduser()
+    from rl_advisor.safe_paths import writable_dir
+
+    root = writable_dir(output_dir, field="output_dir")  # confined to the allowed roots over MCP
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

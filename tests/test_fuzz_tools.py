@@ -468,7 +468,8 @@ def test_error_payload_names_the_field() -> None:
 
 
 @pytest.mark.integration
-def test_fuzz_every_tool_in_process(tmp_path: Path) -> None:
+def test_fuzz_every_tool_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # tools that write (render_config output_dir) stay in here
     tally = Tally()
     with _session(build_server()) as (portal, client):
         _fuzz(portal, client, FUZZ_INPROCESS_CALLS, tally)

@@ -1,0 +1,222 @@
+"""Open files named by an MCP client read-only, and only inside allowed folders.
+
+An agent (or whoever talks to the server over HTTP) can send any string as a path. Without a
+check, ``diagnose_run(path="/home/me/.ssh/id_rsa")`` or ``"../../etc/shadow"`` or a symlink
+planted in the working folder would make the server read and echo files the user never meant
+to share. Here a path is accepted only when its fully resolved form (``os.path.realpath``: every
+symlink and ``..`` followed) lies under one of the allowed roots:
+
+* the server's current working folder (where the user started it),
+* the rl-advisor data folder (run logs and metrics of launched runs),
+* every folder listed in ``RL_ADVISOR_ALLOWED_ROOTS`` (``os.pathsep``-separated).
+
+Who is checked: paths that arrive through the MCP server (``untrusted_caller()`` is entered
+by the server's tool wrapper, so in-process, stdio and HTTP calls are all covered). A person at
+the CLI or Python code calling a function directly is the user themself: their paths are still
+opened read-only and resolved, but not confined to the roots (``open_input`` /
+``check_input_path`` / ``writable_dir`` make that switch; ``open_for_reading`` always confines).
+
+The file is then opened ``O_RDONLY | O_NOFOLLOW | O_NONBLOCK`` on the resolved path, and the
+opened descriptor is checked again (a regular file, and on Linux its ``/proc/self/fd`` target
+still under a root), so swapping a path component for a symlink between the check and the open
+(a TOCTOU race) does not let a read escape. FIFOs, devices and sockets are refused: they could
+block the server or stream forever.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import io
+import os
+import stat
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Iterable, Iterator
+
+from advisor.errors import AdvisorError
+
+ROOTS_ENV = "RL_ADVISOR_ALLOWED_ROOTS"
+MAX_PATH_LEN = 4096
+
+_UNTRUSTED: contextvars.ContextVar[bool] = contextvars.ContextVar("rl_advisor_untrusted_caller",
+                                                                  default=False)
+
+
+@contextmanager
+def untrusted_caller() -> Iterator[None]:
+    """Mark the code inside as serving a remote client (an MCP call): paths are confined."""
+    token = _UNTRUSTED.set(True)
+    try:
+        yield
+    finally:
+        _UNTRUSTED.reset(token)
+
+
+def confining() -> bool:
+    """Are client-supplied paths confined to the allowed roots right now?"""
+    return _UNTRUSTED.get()
+
+
+def allowed_roots(extra: Iterable[str | os.PathLike[str]] = ()) -> list[Path]:
+    """The folders MCP-supplied paths may point into, resolved, without duplicates."""
+    from rl_advisor.paths import data_dir
+
+    candidates: list[str | os.PathLike[str]] = [os.getcwd(), data_dir(), *extra]
+    env = os.environ.get(ROOTS_ENV, "")
+    candidates += [p for p in env.split(os.pathsep) if p.strip()]
+    out: list[Path] = []
+    for c in candidates:
+        root = Path(os.path.realpath(os.path.expanduser(os.fspath(c))))
+        if root not in out:
+            out.append(root)
+    return out
+
+
+def _inside(path: Path, roots: list[Path]) -> bool:
+    return any(path == r or path.is_relative_to(r) for r in roots)
+
+
+def _describe(roots: list[Path]) -> str:
+    return (", ".join(str(r) for r in roots) +
+            f" (add folders with {ROOTS_ENV}, separated by '{os.pathsep}')")
+
+
+def resolve_allowed(path: str | os.PathLike[str], roots: Iterable[str | os.PathLike[str]] | None = None,
+                    *, field: str = "path", want: str = "file") -> Path:
+    """The resolved ``path`` if it exists inside an allowed root, else an AdvisorError naming
+    ``field``. ``want`` is ``"file"``, ``"dir"`` or ``"any"``. ``roots=None`` means
+    :func:`allowed_roots`; relative paths are taken from the current folder."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise AdvisorError("must be a path string", field=field, value=repr(path)[:80])
+    text = os.fspath(path)
+    if not text or not text.strip():
+        raise AdvisorError("empty path", field=field, value=text, allowed="a file path")
+    if "\x00" in text or len(text) > MAX_PATH_LEN:
+        raise AdvisorError("not a usable path (NUL byte or longer than 4096 characters)",
+                           field=field, value=text[:80])
+    root_list = allowed_roots() if roots is None else [Path(os.path.realpath(os.fspath(r))) for r in roots]
+    resolved = Path(os.path.realpath(os.path.expanduser(text)))
+    if not _inside(resolved, root_list):
+        raise AdvisorError("outside the folders this server may read (after resolving symlinks "
+                           f"and '..' it is {resolved})", field=field, value=text,
+                           allowed=_describe(root_list))
+    if not resolved.exists():
+        raise AdvisorError("no such file", field=field, value=text,
+                           allowed="an existing file under " + _describe(root_list))
+    if want == "file" and not resolved.is_file():
+        raise AdvisorError("not a regular file", field=field, value=text,
+                           allowed="a regular file (not a folder, FIFO or device)")
+    if want == "dir" and not resolved.is_dir():
+        raise AdvisorError("not a folder", field=field, value=text, allowed="a folder")
+    return resolved
+
+
+def open_for_reading(path: str | os.PathLike[str],
+                     allowed_roots: Iterable[str | os.PathLike[str]] | None = None, *,
+                     binary: bool = False, encoding: str = "utf-8", errors: str = "replace",
+                     field: str = "path") -> IO[str] | IO[bytes]:
+    """Open a client-supplied file read-only, only if it really lies under an allowed root.
+
+    Text mode decodes with ``errors="replace"`` by default: a log with a bad byte is still read
+    (the metric readers skip what they cannot parse) instead of failing the whole call.
+    """
+    roots = _roots_or_default(allowed_roots)
+    resolved = resolve_allowed(path, roots, field=field, want="file")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | \
+        getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(resolved, flags)
+    except OSError as exc:
+        raise AdvisorError(f"cannot open: {exc.strerror}", field=field, value=os.fspath(path)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise AdvisorError("not a regular file", field=field, value=os.fspath(path),
+                               allowed="a regular file (not a FIFO, device or socket)")
+        actual = _fd_path(fd)
+        if actual is not None and not _inside(actual, roots):
+            raise AdvisorError("the file moved outside the allowed folders while being opened",
+                               field=field, value=os.fspath(path), allowed=_describe(roots))
+        # back to blocking reads for the caller (regular files never block anyway)
+        os.set_blocking(fd, True)
+        raw = io.FileIO(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+    buffered = io.BufferedReader(raw)
+    if binary:
+        return buffered
+    return io.TextIOWrapper(buffered, encoding=encoding, errors=errors)
+
+
+def read_text(path: str | os.PathLike[str],
+              allowed_roots: Iterable[str | os.PathLike[str]] | None = None, *,
+              field: str = "path", max_bytes: int | None = None) -> str:
+    """The text of an allowed file (undecodable bytes replaced), at most ``max_bytes`` of it."""
+    with open_for_reading(path, allowed_roots, binary=True, field=field) as fh:
+        data = fh.read() if max_bytes is None else fh.read(max_bytes)
+    return data.decode("utf-8", errors="replace")
+
+
+def check_input_path(path: str | os.PathLike[str], *, field: str = "path", want: str = "any") -> Path:
+    """A path a caller asked us to read: resolved and confined under an MCP call; for a local
+    user only expanded (``~``) and required to exist."""
+    if confining():
+        return resolve_allowed(path, field=field, want=want)
+    p = Path(os.path.expanduser(os.fspath(path)))
+    if not p.exists():
+        raise AdvisorError("no such file or directory", field=field, value=os.fspath(path),
+                           allowed="an existing file or folder")
+    return p
+
+
+def open_input(path: str | os.PathLike[str], *, field: str = "path") -> IO[bytes]:
+    """Open a file a caller named, binary and read-only: confined under an MCP call
+    (:func:`open_for_reading`), a plain read-only open for a local user."""
+    if confining():
+        return open_for_reading(path, binary=True, field=field)  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+def writable_dir(path: str | os.PathLike[str], *, field: str = "output_dir") -> Path:
+    """A folder a caller asked us to write into, created if needed.
+
+    Under an MCP call it must resolve (symlinks followed, for the part that exists) inside an
+    allowed root; otherwise a client could drop scripts into ``~/.config/autostart`` or
+    ``/etc/cron.d``.
+    """
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ""
+    if not text.strip() or "\x00" in text or len(text) > MAX_PATH_LEN:
+        raise AdvisorError("not a usable folder path", field=field, value=repr(path)[:80])
+    target = Path(os.path.realpath(os.path.expanduser(text)))
+    if confining():
+        roots = allowed_roots()
+        if not _inside(target, roots):
+            raise AdvisorError(f"outside the folders this server may write (resolves to {target})",
+                               field=field, value=text, allowed=_describe(roots))
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AdvisorError(f"cannot create the folder: {exc.strerror}", field=field,
+                           value=text) from None
+    if not target.is_dir():
+        raise AdvisorError("not a folder", field=field, value=text)
+    return target
+
+
+def _roots_or_default(roots: Iterable[str | os.PathLike[str]] | None) -> list[Path]:
+    if roots is None:
+        return allowed_roots()
+    return [Path(os.path.realpath(os.fspath(r))) for r in roots]
+
+
+def _fd_path(fd: int) -> Path | None:
+    link = f"/proc/self/fd/{fd}"
+    try:
+        return Path(os.readlink(link))
+    except OSError:
+        return None
+
+
+__all__ = ["ROOTS_ENV", "allowed_roots", "resolve_allowed", "open_for_reading", "read_text",
+           "untrusted_caller", "confining", "check_input_path", "open_input", "writable_dir"]
