@@ -11,7 +11,7 @@ from pathlib import Path
 
 from advisor.catalog import spec_from_hf_config
 from advisor.errors import AdvisorError
-from advisor.plan import ModelSpec
+from advisor.plan import ModelSpec, RoleModel
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # real config.json files are a few KB
 
@@ -46,3 +46,21 @@ def load_model_spec(path: str | Path, name: str | None = None, field: str = "con
     p = Path(path).expanduser()
     default_name = (p if p.is_dir() else p.parent).name or None
     return spec_from_hf_config(read_hf_config(p, field), name=name or default_name)
+
+
+def resolve_role_model_with_files(rm: RoleModel, field: str) -> ModelSpec:
+    """``advisor.catalog.resolve_role_model`` plus one I/O fallback: when the role's weights
+    path (or model) is a local directory or config.json, read its dimensions from there."""
+    from advisor.catalog import resolve_role_model
+
+    try:
+        return resolve_role_model(rm, field)
+    except AdvisorError:
+        for candidate in (rm.path, rm.model):
+            if candidate and _has_config(Path(candidate).expanduser()):
+                return load_model_spec(candidate, field=f"{field}.path")
+        raise
+
+
+def _has_config(p: Path) -> bool:
+    return (p / "config.json").is_file() or (p.suffix == ".json" and p.is_file())

@@ -223,3 +223,17 @@ def test_unsupported_model_type_is_marked_approximate() -> None:
     exact = catalog.spec_from_hf_config({"model_type": "llama", **catalog.hf_config_kwargs(
         catalog.get_model("Llama-2-7B"))})
     assert exact.source == "config.json"
+
+
+def test_role_model_from_local_checkpoint_dir(tmp_path) -> None:
+    """A role whose weights are a local directory not in the catalog is read from its config.json."""
+    from rl_advisor.hfconfig import resolve_role_model_with_files
+
+    spec = catalog.get_model("Qwen3-4B")
+    kw = {"model_type": "qwen3", **catalog.hf_config_kwargs(spec)}
+    path = _write_config(tmp_path, kw, "my-finetune-step-400")
+    got = resolve_role_model_with_files(RoleModel(model="my-finetune", path=path), "policy")
+    assert got.name == "my-finetune-step-400" and got.params == spec.params
+    with pytest.raises(AdvisorError) as exc:
+        resolve_role_model_with_files(RoleModel(model="nowhere", path=str(tmp_path / "absent")), "reward")
+    assert exc.value.problems[0].field == "reward.model"
