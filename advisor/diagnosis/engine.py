@@ -5,9 +5,9 @@ rules, and rank the findings.
 of times (memory bounded by the series store and the scanner's small buffers), ``add_points``
 for points read elsewhere (TensorBoard, inline metrics from an MCP client), then ``finish()``.
 
-Ranking: severity first; then the kind of evidence (log lines > metric values > prose
-descriptions); then the category's priority in the taxonomy (root causes before wrappers and
-consequences); then the earliest line.
+Ranking: severity first; then the kind of evidence (log lines and metric values > prose
+descriptions and comments); then the category's priority in the taxonomy (root causes before
+wrappers and consequences); then the earliest line.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ PLOT_METRICS = ("reward_mean", "kl", "kl_seq", "entropy", "response_length_mean"
 _SOURCE_FRAMEWORK = {"verl_console": "verl", "verl_jsonl": "verl", "trl_trainer_state": "trl",
                      "trl_console": "trl", "trl_jsonl": "trl", "openrlhf_console": "openrlhf",
                      "nemo_rl_console": "nemo_rl"}
-_KIND_WEIGHT = {"log": 3, "metric": 2, "prose": 1}
+_KIND_WEIGHT = {"log": 3, "metric": 3, "prose": 1}
 
 
 class DiagnosisSession:

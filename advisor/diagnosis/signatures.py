@@ -75,6 +75,31 @@ _FRAMEWORK_HINTS = (
 )
 
 
+def _trie_pattern(words: list[str]) -> str:
+    """A regex for any of ``words`` with shared prefixes factored out (a trie), so the matcher
+    follows one branch per character instead of trying every word at every position."""
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        if "" in node and len(node) == 1:
+            return ""
+        alts = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return emit(trie)
+
+
+def _literal_re(words: set[str]) -> re.Pattern[str]:
+    """One regex matching any of ``words`` (a fast pre-filter: most log lines match none)."""
+    return re.compile(_trie_pattern(sorted(words)))
+
+
 class SignatureScanner:
     """Feed lines with ``feed_line(line_no, text)``; read ``hits()`` at the end."""
 
@@ -98,7 +123,17 @@ class SignatureScanner:
         self._prose_exclude = re.compile(oom["prose_exclude"])
         self._phases: list[tuple[str, tuple[str, ...]]] = [
             (ph["category"], tuple(m.lower() for m in ph["markers"])) for ph in oom["phases"]]
+        triggers = {tr for sig in self._sigs for tr in sig.triggers} | set(self._gpu_triggers) | {"oom", "out of memory"}
+        self._any_trigger = _literal_re(triggers)
+        self._any_marker = _literal_re({mk for _, markers in self._phases for mk in markers})
+        self._any_hint = _literal_re({h for _, hints in _FRAMEWORK_HINTS for h in hints})
         self._ring: deque[tuple[int, str, tuple[int, ...]]] = deque(maxlen=int(oom.get("lookback_lines", 80)))
+        self._requiring = [sig for sig in self._sigs if sig.requires]
+        self._required_gate = _literal_re({tr.lower() for sig in self._requiring
+                                           for tr in sig.row.get("requires_triggers", [])} or {"\x00"})
+        # searched on the lower-cased line, so the patterns need no IGNORECASE
+        self._any_required = re.compile("|".join(f"(?:{r.pattern.removeprefix('(?i)')})" for sig in self._requiring
+                                                 for r in sig.requires))
         self._hits: dict[str, SigHit] = {}
         self._requires_met: set[str] = set()
         self._ratio_before: dict[str, tuple[int, int]] = {}
@@ -108,6 +143,7 @@ class SignatureScanner:
         self.host_oom_prose: list[tuple[int, str]] = []
         self.phase_first: dict[int, tuple[int, str]] = {}
         self.framework_votes: dict[str, int] = {}
+        self._votes_left = 500
         self.lines = 0
 
     # ------------------------------------------------------------------ scanning
@@ -121,12 +157,21 @@ class SignatureScanner:
             t = t[:MAX_LINE_CHARS]
         prose = t.startswith("#")
         low = t.lower()
-        self._vote(low)
+        if self._votes_left and self._any_hint.search(low):
+            self._vote(low)
         if not prose and (t[0] == "{" or ("step:" in t and " - " in t) or "Global step" in t):
             return  # metric records are read by the metric rules
+        if self._requiring and self._required_gate.search(low) and self._any_required.search(low):
+            for sig in self._requiring:
+                if any(r.search(t) for r in sig.requires):
+                    self._requires_met.add(sig.id)
+            self._requiring = [sig for sig in self._requiring if sig.id not in self._requires_met]
+        has_marker = self._any_marker.search(low) is not None
+        if not self._any_trigger.search(low):  # the common case: a line no signature cares about
+            phases = self._phases_in(low, t) if has_marker else ()
+            self._ring.append((line_no, t[:300], phases))
+            return
         for sig in self._sigs:
-            if sig.requires and sig.id not in self._requires_met and any(r.search(t) for r in sig.requires):
-                self._requires_met.add(sig.id)
             if not any(tr in low for tr in sig.triggers):
                 continue
             if sig.kind == "ratio":
@@ -140,9 +185,7 @@ class SignatureScanner:
                         hit = self._hits[sig.id] = SigHit(sig.id, sig.category, sig.severity, sig.row)
                     hit.add(line_no, t, prose, m.groupdict())
                     break
-        phases = tuple(i for i, (_, markers) in enumerate(self._phases) if any(mk in low for mk in markers))
-        for i in phases:
-            self.phase_first.setdefault(i, (line_no, t[:300]))
+        phases = self._phases_in(low, t) if has_marker else ()
         if any(tr in low for tr in self._gpu_triggers) and any(p.search(t) for p in self._gpu_patterns):
             if not self._host_words.search(t) or "cuda" in low:
                 if len(self.gpu_oom) < MAX_LINES_KEPT:
@@ -153,6 +196,12 @@ class SignatureScanner:
             if len(target) < MAX_LINES_KEPT:
                 target.append((line_no, t[:300]))
         self._ring.append((line_no, t[:300], phases))
+
+    def _phases_in(self, low: str, t: str) -> tuple[int, ...]:
+        phases = tuple(i for i, (_, markers) in enumerate(self._phases) if any(mk in low for mk in markers))
+        for i in phases:
+            self.phase_first.setdefault(i, (self.lines, t[:300]))
+        return phases
 
     def _phase_before(self, phases_here: tuple[int, ...]) -> int | None:
         found = set(phases_here)
@@ -176,6 +225,7 @@ class SignatureScanner:
                                     "text": t[:300]})
 
     def _vote(self, low: str) -> None:
+        self._votes_left -= 1  # a few hundred lines decide; later lines need not vote
         for name, hints in _FRAMEWORK_HINTS:
             if any(h in low for h in hints):
                 self.framework_votes[name] = self.framework_votes.get(name, 0) + 1
