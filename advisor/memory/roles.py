@@ -92,11 +92,24 @@ class RoleSetup:
         if self.lora_rank:
             return self.lora * 4 / self._lora_shard() / GIB
         n = self.mp_params()
-        if self.backend == "fsdp" or (self.backend == "deepspeed" and self.zero_stage >= 2):
+        if self.backend == "deepspeed":
+            return self._deepspeed_grad_bytes(n) / GIB
+        if self.backend == "fsdp":
             n /= self.shard
-        if self.backend == "deepspeed" and self.optimizer_offload:
-            return 0.0  # ZeRO-Offload keeps grad partitions on the host (CPU Adam)
         return n * self.state.grads / GIB
+
+    def _deepspeed_grad_bytes(self, n: float) -> float:
+        """DeepSpeed's gradient memory as its estimators count it (stage_1_and_2.py / stage3.py
+        @ 38327e07): bf16 gradients (2 B; full below stage 2, partitioned at stage 2, reduced
+        straight into partitions at stage 3) plus the fp32 gradient partition the optimizer steps
+        on (4 B / N from stage 1). With ZeRO-Offload (CPU Adam) both live on the host. This is why
+        the code's ZeRO-2 figure is 2P + 18P/N, not the ZeRO paper's 2P + 14P/N."""
+        if self.optimizer_offload:
+            return 0.0
+        stage, shard = self.zero_stage, self.shard
+        half = self.state.grads * (n if stage < 2 else (n / shard if stage == 2 else 0.0))
+        fp32 = 4.0 * n / shard if stage >= 1 and self.state.master else 0.0
+        return half + fp32
 
     def optimizer_gib(self) -> float:
         """Master copy + optimizer states on one GPU (before any offload)."""

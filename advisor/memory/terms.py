@@ -219,7 +219,7 @@ def deepspeed_zero3_estimate(total_params: float, largest_layer_params: float,
     return gpu, cpu
 
 
-def accelerate_estimate(total_params: float, dtype: str) -> dict[str, float]:
+def accelerate_estimate(fp32_bytes: float, dtype: str) -> dict[str, float]:
     """accelerate ``estimate-memory`` (src/accelerate/commands/estimate.py @ 16cb6eb8,
     ``estimate_training_usage``). It measures the fp32 size of a meta-device model and prints
     "Training using Adam" = max(model, gradients, optimizer, step) — the MAX of the parts, not
@@ -227,10 +227,12 @@ def accelerate_estimate(total_params: float, dtype: str) -> dict[str, float]:
 
     float32:        model 4P, gradients 4P, optimizer 8P, step 16P -> 16 bytes/param
     float16/bf16:   model 4P, gradients 6P, optimizer 8P, step 8P  -> 8 bytes/param
-    The "total size" column is 4P for float32 and 2P for float16 (int8 P, int4 P/2); its
-    bfloat16 row keeps the fp32 size (the tool only halves for "float16").
+    ``fp32_bytes`` is what the tool measures on the meta-device model: parameters at 4 bytes plus
+    buffers at their own dtype (BertModel's int64 position_ids/token_type_ids count).
+    The "total size" column is that for float32 and half of it for float16 (int8 /4, int4 /8);
+    its bfloat16 row keeps the fp32 size (the tool only halves for "float16").
     """
-    fp32 = 4 * total_params
+    fp32 = float(fp32_bytes)
     if dtype == "float32":
         parts = {"model": fp32, "gradients": fp32, "optimizer": 2 * fp32, "step": 4 * fp32}
     elif dtype in ("float16", "bfloat16"):
