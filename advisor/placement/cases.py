@@ -275,7 +275,7 @@ def _openrlhf_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Ti
         p = _ppo_plan(f"openrlhf-{row['model_size'].lower()}", model, gpu, gpus, framework="openrlhf", engine="vllm",
                       pools=pools, mode="split", rollout_tp=tp, **common)
         out.append(TimeCase(case=case["id"], row=f"OpenRLHF {row['model_size']} {gpus} GPUs", plan=p, metric="step_s",
-                            published=row["openrlhf_s"],
+                            published=row["openrlhf_s"], expert=True,
                             inferred=inferred + ["roles split as the 70B example: actor 1/4, critic 1/4, vLLM 1/4, ref 1/8, reward 1/8"]))
         pools = [Pool(name="all", nodes=max(1, gpus // 8), gpus_per_node=8,
                       roles=["policy", "reference", "critic", "reward", "rollout"])]

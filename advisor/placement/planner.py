@@ -112,7 +112,8 @@ def explain_difference(winner: Candidate, other: Candidate, other_name: str = "i
     diffs = sorted(((b.get(k, 0.0) - a.get(k, 0.0), k) for k in set(a) | set(b)), key=lambda x: -abs(x[0]))
     parts = [f"{k} {d:+.1f} s" for d, k in diffs[:3] if abs(d) >= 0.05]
     overl = [ph.phase for ph in winner.time.phases if ph.overlapped]
-    text = (f"{other_name} ({other.label}) takes {other.time.step_s:.1f} s per step vs {winner.time.step_s:.1f} s "
+    name = other_name if other.label == "as given" else f"{other_name} ({other.label})"
+    text = (f"{name} takes {other.time.step_s:.1f} s per step vs {winner.time.step_s:.1f} s "
             f"({gap / winner.time.step_s:+.0%}); phase differences: {', '.join(parts) or 'none'}.")
     if overl:
         text += f" The best plan hides {', '.join(sorted(set(overl)))} behind the other pool's work ({winner.layout})."

@@ -156,9 +156,19 @@ def _pp_layers(ctx: Context) -> Iterable[Problem]:
         if role == "rollout":
             continue
         pp = ctx.parallel(role).pp
-        if pp > 1 and spec.num_layers % pp:
-            yield (f"plan.{role}.parallel.pp", f"PP {pp} does not divide the {spec.num_layers} layers of {spec.name}",
-                   "a divisor of num_layers (or set first/last stage layer counts by hand)")
+        if pp > spec.num_layers:
+            yield (f"plan.{role}.parallel.pp", f"PP {pp} exceeds the {spec.num_layers} layers of {spec.name}",
+                   f"<= {spec.num_layers}")
+        elif pp > 2 and spec.num_layers % pp and not _uneven_ok(spec.num_layers, pp):
+            yield (f"plan.{role}.parallel.pp", f"PP {pp} cannot split the {spec.num_layers} layers of {spec.name} "
+                   "even with custom first/last stages", "a divisor of num_layers")
+
+
+def _uneven_ok(layers: int, pp: int) -> bool:
+    """Megatron's first/last-stage layer counts absorb a remainder: some first, last >= 1 leave
+    the middle pp-2 stages an equal share (veRL's 235B recipe: 94 layers on PP8, last stage 6)."""
+    return any((layers - first - last) % (pp - 2) == 0 and layers - first - last >= pp - 2
+               for first in range(1, layers) for last in range(1, layers - first))
 
 
 @check("ep_divides_experts")

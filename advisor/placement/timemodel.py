@@ -96,7 +96,7 @@ def device_for(plan: Plan) -> Device:
     host = constant("host_link_gbs_gen5") if gpu.name.lower() in gen5 else constant("host_link_gbs")
     return Device(
         name=gpu.name,
-        hbm_bytes=float(gpu.hbm_gib) * 1e9,  # marketed "80 GB" capacity
+        hbm_bytes=float(gpu.hbm_gib) * GIB,  # the "80" of 80GB is 80 GiB on the device (nvidia-smi)
         hbm_bw=float(gpu.hbm_bandwidth_tbs) * 1e12,
         peak_flops=float(gpu.bf16_tflops) * 1e12,
         link_bw=float(gpu.intra_node_bandwidth_gbs) * 1e9,
@@ -271,7 +271,7 @@ def _decode(arch: Arch, dev: Device, *, engines: int, tp: int, seqs: int, prompt
     kv_pool = mem_fraction * dev.hbm_bytes - weights_gpu - constant("engine_reserved_gib") * GIB
     if kv_pool <= 0:
         raise _Infeasible(f"rollout engine: weights {weights_gpu / GIB:.1f} GiB per GPU at TP {tp} "
-                          f"leave no KV cache in {mem_fraction:.2f} of {dev.hbm_bytes / 1e9:.0f} GB")
+                          f"leave no KV cache in {mem_fraction:.2f} of {dev.hbm_bytes / GIB:.0f} GiB")
     e_l2 = dist.second_moment()
     ctx_res = prompt + e_l2 / (2 * max(dist.mean, 1.0))
     c = int(max(1, min(max_num_seqs, q, kv_pool // (kv_tok * ctx_res))))

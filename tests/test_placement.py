@@ -1,0 +1,322 @@
+"""plan_placement: rules (each rejection has a reason), the time model's physics, the planner,
+resource plans, and the published expert configurations."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+from advisor.errors import AdvisorError
+from advisor.placement import check_plan, k8s_resources, plan_placement, predict_step, ray_resources
+from advisor.placement.planner import evaluate_given
+from advisor.placement.resources import ClusterShape
+from advisor.placement.rules import missing_checks, rule_table
+from advisor.placement.timemodel import LengthDist
+from advisor.plan import (Algorithm, DataSpec, Hardware, MemoryKnobs, Parallelism, Placement, Plan, Pool,
+                          RoleModel, Rollout, plan_from_yaml)
+from tests.conftest import REPO, example_plan_path
+
+EXPERTS = sorted((REPO / "tests" / "cases" / "placement" / "experts").glob("*.yaml"))
+
+
+def make(**kw: Any) -> Plan:
+    """A valid veRL GRPO plan on 1 x 8 H100 (Qwen2.5-7B: 28 heads, 4 KV heads, 28 layers)."""
+    base: dict[str, Any] = dict(
+        name="t", method="grpo", framework="verl", hardware=Hardware(gpu="H100", gpus_per_node=8, nodes=1),
+        policy=RoleModel(model="Qwen2.5-7B"), algorithm=Algorithm(group_size=4, kl_coef=0.001),
+        data=DataSpec(train_batch_size=64, mini_batch_size=16, max_prompt_length=512, max_response_length=1024),
+        rollout=Rollout(tp=2))
+    base.update(kw)
+    return Plan(**base)
+
+
+def pools(*specs: tuple[str, int, int, list[str]]) -> list[Pool]:
+    return [Pool(name=n, nodes=nodes, gpus_per_node=g, roles=roles) for n, nodes, g, roles in specs]
+
+
+def split(train: int, roll: int, mode: str = "split", train_roles: list[str] | None = None) -> Placement:
+    return Placement(mode=mode, pools=pools(("train", 1, train, train_roles or ["policy", "reference"]),
+                                            ("rollout", 1, roll, ["rollout"])))
+
+
+MEGATRON = MemoryKnobs(train_backend="megatron")
+
+# rule id -> a plan that breaks it (and, as far as possible, nothing else)
+VIOLATIONS: dict[str, Callable[[], Plan]] = {
+    "pools_cover_roles": lambda: make(placement=Placement(mode="colocated", pools=pools(("all", 1, 8, ["policy", "reference"])))),
+    "tp_divides_heads": lambda: make(rollout=Rollout(tp=8)),
+    "tp_kv_heads": lambda: make(hardware=Hardware(gpu="H100", gpus_per_node=7), rollout=Rollout(tp=7),
+                                data=DataSpec(train_batch_size=70, mini_batch_size=35)),
+    "tp_within_node": lambda: make(rollout=Rollout(tp=4), placement=split(6, 2)),
+    "model_parallel_divides_pool": lambda: make(memory=MEGATRON, policy=RoleModel(model="Qwen2.5-7B", parallel=Parallelism(tp=4)),
+                                                placement=split(6, 2)),
+    "rollout_tp_divides_pool": lambda: make(rollout=Rollout(tp=4), placement=split(2, 6)),
+    "pp_divides_layers": lambda: make(hardware=Hardware(gpu="H100", gpus_per_node=8, nodes=4), memory=MEGATRON,
+                                      policy=RoleModel(model="Qwen2.5-7B", parallel=Parallelism(pp=32))),
+    "ep_divides_experts": lambda: make(memory=MEGATRON, policy=RoleModel(model="Qwen2.5-7B", parallel=Parallelism(ep=2))),
+    "pp_cp_ep_need_megatron": lambda: make(policy=RoleModel(model="Qwen2.5-7B", parallel=Parallelism(pp=2))),
+    "sp_divides_heads": lambda: make(policy=RoleModel(model="Qwen2.5-7B", parallel=Parallelism(sp=8))),
+    "fsdp_size_divides_pool": lambda: make(policy=RoleModel(model="Qwen2.5-7B", parallel=Parallelism(fsdp_size=3))),
+    "verl_batch_divisible": lambda: make(algorithm=Algorithm(group_size=5), data=DataSpec(train_batch_size=10)),
+    "verl_mini_batch_divisible": lambda: make(algorithm=Algorithm(group_size=2),
+                                              data=DataSpec(train_batch_size=16, mini_batch_size=3)),
+    "verl_mini_le_train": lambda: make().model_copy(update={"data": DataSpec.model_construct(
+        **{**DataSpec().model_dump(), "train_batch_size": 64, "mini_batch_size": 128})}),
+    "split_batch_divisible": lambda: make(rollout=Rollout(tp=1), data=DataSpec(train_batch_size=32, mini_batch_size=16),
+                                          placement=split(2, 6, "one_step_off")),
+    "openrlhf_colocate_all": lambda: make(framework="openrlhf", rollout=Rollout(tp=2, engines=2),
+                                          placement=Placement(mode="colocated", pools=pools(("all", 1, 8, ["policy", "reference", "rollout"])))),
+    "openrlhf_group_needs_n": lambda: make(framework="openrlhf", algorithm=Algorithm(group_size=1)),
+    "openrlhf_rollout_batch_vs_world": lambda: make(framework="openrlhf", algorithm=Algorithm(group_size=2),
+                                                    data=DataSpec(train_batch_size=2)),
+    "trl_roles_on_trainer": lambda: make(framework="trl", placement=split(4, 4, "split", ["policy"]).model_copy(
+        update={"pools": pools(("train", 1, 4, ["policy"]), ("ref", 1, 2, ["reference"]), ("rollout", 1, 2, ["rollout"]))})),
+    "trl_no_async": lambda: make(framework="trl", placement=split(4, 4, "one_step_off")),
+    "trl_batch_divisible": lambda: make(framework="trl", algorithm=Algorithm(group_size=2), data=DataSpec(train_batch_size=3)),
+    "async_needs_split": lambda: make(placement=Placement(mode="one_step_off",
+                                                          pools=pools(("all", 1, 8, ["policy", "reference", "rollout"])))),
+    "colocated_shares_pool": lambda: make(placement=split(4, 4, "colocated")),
+}
+
+
+def test_every_rule_has_a_check_and_a_violation_case() -> None:
+    assert missing_checks() == []
+    assert set(VIOLATIONS) == set(rule_table())
+    for rule in rule_table().values():
+        assert rule["rationale"] and rule["source"], rule["id"]
+
+
+@pytest.mark.parametrize("rule_id", sorted(VIOLATIONS))
+def test_each_rule_rejects_with_field_reason_and_source(rule_id: str) -> None:
+    plan = VIOLATIONS[rule_id]()
+    hits = [v for v in check_plan(plan) if v.rule == rule_id]
+    assert hits, f"{rule_id} did not fire; got {[v.rule for v in check_plan(plan)]}"
+    for v in hits:
+        assert v.field.startswith("plan."), v
+        assert len(v.message) > 15 and v.source, v
+        assert v.allowed, v
+
+
+@pytest.mark.parametrize("framework", ["verl", "openrlhf", "trl"])
+def test_a_sound_plan_breaks_no_rule(framework: str) -> None:
+    plan = make(framework=framework, placement=Placement(
+        mode="colocated", pools=pools(("all", 1, 8, ["policy", "reference", "rollout"]))))
+    assert check_plan(plan) == []
+
+
+# --------------------------------------------------------------------------- time model
+
+
+def test_length_distribution_keeps_its_mean_and_tail() -> None:
+    for mean, mx in ((500, 1024), (1019, 3584), (3000, 9632)):
+        d = LengthDist(mean, mx, 0.8)
+        n = 2000
+        integral = sum(d.survival((i + 0.5) * mx / n) for i in range(n)) * mx / n  # E[L] = int S(t) dt
+        assert integral == pytest.approx(mean, rel=0.01)
+        assert 0 < d.clip_ratio() < 0.5
+        assert d.second_moment() > mean ** 2  # a real spread
+    fixed = LengthDist(256, 256, 0.8)
+    assert fixed.survival(255) == 1.0 and fixed.survival(256) == 0.0
+
+
+def _colocated(**kw: Any) -> Plan:
+    return make(placement=Placement(mode="colocated", pools=pools(("all", 1, 8, ["policy", "reference", "rollout"]))), **kw)
+
+
+def test_every_phase_is_at_least_its_physical_limit() -> None:
+    for plan in (_colocated(), make(placement=split(4, 4, "one_step_off"))):
+        st = predict_step(plan)
+        assert st.step_s >= st.lower_bound_s > 0
+        for ph in st.phases:
+            assert ph.seconds >= ph.lower_bound_s - 1e-9, ph
+            assert 0 < ph.efficiency <= 1.0 or ph.phase == "step_overhead"
+
+
+def test_decode_pays_for_the_long_tail() -> None:
+    """Same mean response, longer max: the synchronous rollout waits for the stragglers."""
+    short = _colocated(data=DataSpec(train_batch_size=64, max_response_length=1024, mean_response_length=400))
+    long = _colocated(data=DataSpec(train_batch_size=64, max_response_length=8192, mean_response_length=400))
+    dec = lambda p: next(ph for ph in predict_step(p).phases if ph.phase == "rollout_decode")  # noqa: E731
+    assert dec(long).seconds > 1.2 * dec(short).seconds
+    assert dec(long).bound == "hbm_bandwidth"
+
+
+def test_async_overlaps_generation_with_training() -> None:
+    sync = predict_step(make(placement=split(4, 4, "split")))
+    off = predict_step(make(placement=split(4, 4, "one_step_off")))
+    assert off.step_s < sync.step_s
+    assert any(ph.overlapped for ph in off.phases) and not any(ph.overlapped for ph in sync.phases)
+    assert "max(" in off.critical_path
+
+
+def test_more_rollout_gpus_decode_faster() -> None:
+    few = predict_step(make(rollout=Rollout(tp=1), placement=split(6, 2, "one_step_off")))
+    many = predict_step(make(rollout=Rollout(tp=1), placement=split(2, 6, "one_step_off")))
+    d = lambda st: next(ph.seconds for ph in st.phases if ph.phase == "rollout_decode")  # noqa: E731
+    assert d(many) < d(few)
+
+
+def test_time_model_fit_is_recorded_with_its_error() -> None:
+    table = yaml.safe_load((REPO / "advisor" / "data" / "time_model.yaml").read_text())
+    assert table["fit"]["rows"] >= 20
+    assert 0 < table["fit"]["median_abs_error"] < 0.5
+    for name, row in table["factors"].items():
+        assert row["rationale"] and row["source"], name
+
+
+# --------------------------------------------------------------------------- planner
+
+
+def test_planner_ranks_explains_and_returns_an_updated_plan() -> None:
+    plan = plan_from_yaml(example_plan_path().read_text())
+    report = plan_placement(plan, price_per_gpu_hour=2.0, steps=100, top_k=5)
+    steps = [c.time.step_s for c in report.ranked]
+    assert steps == sorted(steps) and len(steps) >= 2
+    assert report.given is not None and report.best.time.step_s <= report.given.time.step_s
+    assert "phase differences" in report.runner_up_lost or "ties" in report.runner_up_lost
+    best = report.best_plan
+    assert best.placement.pools and best.rollout.engines
+    assert sum(p.gpus for p in best.placement.pools) <= plan.hardware.total_gpus
+    for c in report.ranked:  # nothing emitted that a framework would reject
+        assert c.fits and c.memory_checked and c.memory
+    assert check_plan(best) == []
+    assert report.cost is not None
+    assert report.cost.gpu_hours == pytest.approx(report.best.time.step_s * 100 / 3600 * report.best.time.total_gpus, rel=1e-3)
+    assert report.cost.cost_usd == pytest.approx(report.cost.gpu_hours * 2.0, rel=1e-3)
+    text = report.to_text()
+    for needle in ("Runner-up lost", "physical limit", "STRICT_PACK", "ClusterQueue", "GPU-hours"):
+        assert needle in text
+    assert report.rejected and all(r.reason for r in report.rejected)
+
+
+@pytest.mark.parametrize("kw, field", [({"top_k": 0}, "top_k"), ({"price_per_gpu_hour": -1.0}, "price_per_gpu_hour"),
+                                       ({"steps": 0}, "steps")])
+def test_bad_arguments_name_the_field(kw: dict[str, Any], field: str) -> None:
+    with pytest.raises(AdvisorError) as err:
+        plan_placement(_colocated(), **kw)
+    assert err.value.problems[0].field == field
+
+
+def test_unknown_gpu_names_the_field() -> None:
+    with pytest.raises(AdvisorError) as err:
+        plan_placement(make(hardware=Hardware(gpu="Z9000")))
+    assert "hardware.gpu" in err.value.problems[0].field
+
+
+def test_memory_prunes_what_does_not_fit() -> None:
+    plan = make(policy=RoleModel(model="Qwen2.5-72B"), hardware=Hardware(gpu="H100", gpus_per_node=8, nodes=1))
+    try:
+        report = plan_placement(plan)
+    except AdvisorError as err:
+        assert "memory" in str(err) or "KV" in str(err)
+        return
+    assert any(r.rule in ("memory", "rollout_kv_cache") for r in report.rejected)
+
+
+# --------------------------------------------------------------------------- resources
+
+
+def test_ray_strategies_and_feasibility() -> None:
+    one = ray_resources(_colocated())
+    assert [p.strategy for p in one.pools] == ["STRICT_PACK"] and one.feasible
+    multi = make(hardware=Hardware(gpu="H100", gpus_per_node=8, nodes=4), rollout=Rollout(tp=1),
+                 data=DataSpec(train_batch_size=64),
+                 placement=Placement(mode="one_step_off", pools=pools(("train", 2, 8, ["policy", "reference"]),
+                                                                      ("rollout", 2, 8, ["rollout"]))))
+    rp = ray_resources(multi)
+    assert {p.name: p.strategy for p in rp.pools} == {"train": "PACK", "rollout": "SPREAD"}
+    assert rp.feasible and rp.total_gpus == 32
+    small = ray_resources(multi, cluster=ClusterShape(nodes=2, gpus_per_node=8, cpus_per_node=16))
+    assert not small.feasible and any("32 GPUs" in p for p in small.problems)
+
+
+def test_k8s_two_pools_two_flavors() -> None:
+    plan = make(hardware=Hardware(gpu="H100", gpus_per_node=8, nodes=2),
+                placement=Placement(mode="one_step_off", pools=pools(("train", 1, 8, ["policy", "reference"]),
+                                                                     ("rollout", 1, 8, ["rollout"]))))
+    k = k8s_resources(plan)
+    assert [p.name for p in k.pools] == ["train", "rollout"]
+    assert len({f.name for f in k.resource_flavors}) == 2
+    for p in k.pools:
+        assert p.pods == 1 and p.gpus_per_pod == 8 and p.gpu_resource == "nvidia.com/gpu"
+        assert p.node_selector["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+        assert 0 < p.cpus_per_pod <= plan.hardware.cpus_per_node
+    for name in [k.cluster_queue, k.local_queue] + [f.name for f in k.resource_flavors]:
+        assert name == name.lower() and len(name) <= 63 and " " not in name
+
+
+# --------------------------------------------------------------------------- published expert configurations
+
+
+def _assert_at_least_as_fast(plan: Plan) -> None:
+    given, problems = evaluate_given(plan)
+    assert given is not None, problems
+    assert given.violations == [], [v.message for v in given.violations]  # published configs pass our rules
+    try:
+        report = plan_placement(plan, top_k=3)
+    except AdvisorError as err:
+        if not given.fits:
+            pytest.xfail(f"budget_memory says this published configuration does not fit: {err}")
+        raise
+    assert report.given is not None
+    if report.given.fits:
+        assert report.best.time.step_s <= report.given.time.step_s + 1e-6
+    else:
+        assert "does not fit in memory" in report.versus_given
+    text = report.versus_given
+    assert "ties" in text or "phase differences" in text, text
+    if report.best.time.step_s < report.given.time.step_s - 1e-6:
+        assert any(ph in text for ph in ("rollout_decode", "actor_update", "forward", "weight_sync", "offload"))
+
+
+@pytest.mark.parametrize("path", EXPERTS, ids=[p.stem for p in EXPERTS])
+def test_expert_config_files(path: Path) -> None:
+    _assert_at_least_as_fast(plan_from_yaml(path.read_text()))
+
+
+def _time_row_experts() -> list[Any]:
+    from tests.conftest import SHARED
+
+    if SHARED is None:
+        return []
+    from advisor.placement.cases import time_cases
+
+    doc = yaml.safe_load((SHARED / "cases" / "published-dev.yaml").read_text())
+    extra = yaml.safe_load((REPO / "tests" / "cases" / "placement" / "models.yaml").read_text())["models"]
+    return [c for c in time_cases(doc, extra) if c.expert and c.plan is not None]
+
+
+TIME_ROW_EXPERTS = _time_row_experts()
+
+
+def test_time_rows_hold_expert_configs(shared_dir: Path) -> None:
+    assert len(TIME_ROW_EXPERTS) >= 8
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("case", TIME_ROW_EXPERTS, ids=[f"{c.case[:20]}:{c.row}" for c in TIME_ROW_EXPERTS])
+def test_published_time_row_expert_configs(case: Any) -> None:
+    _assert_at_least_as_fast(case.plan)
+
+
+def test_benchmark_rows_are_within_published_error(shared_dir: Path) -> None:
+    """The accuracy benchmark's rows (dev split) stay within the error recorded in the YAML."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("placement_accuracy", REPO / "benchmarks" / "placement_accuracy.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    from advisor.placement.timemodel import default_factors
+
+    rows = mod.evaluate(mod.load_cases(shared_dir / "cases" / "published-dev.yaml"), default_factors())
+    errs = sorted(abs(r["error"]) for r in rows if r["scored"])
+    recorded = yaml.safe_load((REPO / "advisor" / "data" / "time_model.yaml").read_text())["fit"]
+    assert len(errs) == recorded["rows"]
+    median = errs[len(errs) // 2] if len(errs) % 2 else (errs[len(errs) // 2 - 1] + errs[len(errs) // 2]) / 2
+    assert median == pytest.approx(recorded["median_abs_error"], abs=0.002)
+    assert max(errs) == pytest.approx(recorded["max_abs_error"], abs=0.002)
+    assert not math.isnan(median)
