@@ -55,7 +55,7 @@ class PlanBuilder:
     def apply(self, key: str, raw: Any, row: dict[str, Any] | None, known: bool) -> None:
         self.settings[key] = str(raw)
         if row is None:
-            why = "not a Plan setting" if known else f"not a {self.framework.value} {self.version} key"
+            why = "not a Plan setting" if known else f"not a {self.version} key"
             self.not_understood.append(f"{key}={raw} ({why})")
             return
         if isinstance(raw, str) and "$" in raw:

@@ -69,7 +69,7 @@ def import_trl(text: str) -> ImportResult:
             if key in table:
                 b.apply(key, value, table[key], True)
             else:
-                b.not_understood.append(f"{key}={value} ({'not a Plan setting' if key in fields else 'not a TRL 1.16.0 field'})")
+                b.not_understood.append(f"{key}={value} ({'not a Plan setting' if key in fields else 'not a TRL 1.16.0 key'})")
             continue
         b.apply(key, value, table.get(key), key in fields)
     _resolve(b, method)
