@@ -18,14 +18,17 @@ import argparse
 import enum
 import inspect
 import json
+import os
+import signal
 import sys
+import threading
 import types
 import typing
 from pathlib import Path
 from typing import Any, Callable, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from advisor.errors import AdvisorError, FieldProblem, as_advisor_error
 from rl_advisor import __version__
@@ -195,7 +198,11 @@ def _collect_kwargs(ns: argparse.Namespace, bindings: list[_Binding]) -> dict[st
                 raise as_advisor_error(exc, prefix=b.name) from None
             continue
         if raw is not None:
-            kwargs[b.name] = raw
+            # Coerce to the annotated type (enums, numbers) exactly as the MCP server would.
+            try:
+                kwargs[b.name] = TypeAdapter(b.tp).validate_python(raw)
+            except ValidationError as exc:
+                raise as_advisor_error(exc, prefix=_flag(b.name)) from None
     return kwargs
 
 
@@ -241,6 +248,24 @@ def _add_extra_commands(sub: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if hasattr(signal, "SIGPIPE") and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `rl-advisor ... | head` ends quietly
+    try:
+        return _main(argv)
+    except AdvisorError as exc:  # raised by extra commands
+        _print_problems(exc)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # an internal error: one line, the traceback only on request
+        if os.environ.get("RL_ADVISOR_DEBUG"):
+            raise
+        print(f"error: internal error: {type(exc).__name__}: {exc} "
+              "(set RL_ADVISOR_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 1
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
     if getattr(ns, "_run", None) is not None:  # extra commands
