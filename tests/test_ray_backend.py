@@ -154,3 +154,44 @@ def test_infeasible_job_is_refused_up_front(head, tmp_path: Path) -> None:
         be.preflight(packed)
     listed = be._request("GET", "/api/jobs/")
     assert all(j.get("submission_id") != "never" for j in (listed if isinstance(listed, list) else []))
+
+
+@pytest.mark.integration
+def test_launch_tool_trains_trl_through_ray(head, tmp_path: Path) -> None:
+    """launch_run(backend='ray') with a real rendered TRL DPO run of the tiny model."""
+    pytest.importorskip("trl")
+    from rl_advisor import tinymodel
+    from rl_advisor.launch_tools import launch_run, run_logs, run_metrics, run_status
+
+    ws = tinymodel.build_toy_workspace(tmp_path / "toy")
+    plan = tinymodel.toy_plan(ws, "dpo", steps=6, name="ray-dpo")
+    res = launch_run(plan, backend="ray", address=head.address, confirm=True)
+    assert res.backend_ids["submission_id"] == res.run_id
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not run_status(res.run_id).state.terminal:
+        time.sleep(1)
+    st = run_status(res.run_id)
+    assert st.state == RunState.SUCCEEDED, run_logs(res.run_id, 40).text
+    assert "rewards/margins" in run_logs(res.run_id, 50).text  # TRL's console, from Ray's log API
+    m = run_metrics(res.run_id)
+    assert m.points == 6 and m.last["loss"] < m.first["loss"]
+
+
+@pytest.mark.integration
+def test_launch_tool_refuses_an_unschedulable_plan(head, tmp_path: Path) -> None:
+    from advisor.errors import AdvisorError
+    from backends.registry import RunRegistry
+    from rl_advisor import tinymodel
+    from rl_advisor.launch_tools import launch_run
+
+    ws = {"model": tmp_path / "m", "prompts": tmp_path / "p.jsonl", "reward": tmp_path / "r.py",
+          "pairs": tmp_path / "d.jsonl"}
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(
+        '{"num_attention_heads": 4, "hidden_size": 64, "num_hidden_layers": 2, "num_key_value_heads": 2, '
+        '"intermediate_size": 128, "vocab_size": 80, "max_position_embeddings": 256}')
+    plan = tinymodel.toy_plan(ws, "dpo", steps=5, gpu="H100")  # 1 GPU plan: the head has 2 logical GPUs
+    plan = plan.model_copy(update={"hardware": plan.hardware.model_copy(update={"gpus_per_node": 8})})
+    with pytest.raises(AdvisorError, match="can never schedule"):
+        launch_run(plan, backend="ray", address=head.address, confirm=True)
+    assert RunRegistry().list() == []  # refused before anything was recorded
