@@ -181,6 +181,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1",
                         help="HTTP bind address (default loopback; anything else needs a token)")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--require-token", action="store_true",
+                        help="HTTP: require the bearer token on loopback too (shared machines)")
+    parser.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
+                        help="HTTP: also accept browser requests from this Origin (repeatable)")
+    parser.add_argument("--allowed-host", action="append", default=[], metavar="HOST:PORT",
+                        help="HTTP: also accept this Host header, e.g. a proxy name (repeatable)")
     parser.add_argument("--version", action="version", version=__version__)
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
@@ -190,7 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from rl_advisor.http_transport import serve_http
 
-    return serve_http(server, host=args.host, port=args.port)
+    return serve_http(server, host=args.host, port=args.port,
+                      require_token=True if args.require_token else None,
+                      allowed_origins=args.allowed_origin, allowed_hosts=args.allowed_host)
 
 
 if __name__ == "__main__":
