@@ -321,3 +321,37 @@ def test_registry_run_id(tmp_path: Path) -> None:
     assert diag.framework == "trl" and diag.points_read == 5
     with pytest.raises(AdvisorError):
         diagnose_run(run_id="no-such-run")
+
+
+SIGNATURE_TABLE = [
+    # (log excerpt, expected first category) — message formats of the frameworks' own code paths
+    ("RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n  in wake_up\n",
+     "oom_rollout_wakeup"),
+    ('  File "/x/verl/workers/fsdp_workers.py", line 1, in compute_ref_log_prob\n'
+     '  File "/x/verl/workers/actor/dp_actor.py", line 2, in compute_log_prob\n'
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.00 GiB\n", "oom_ref_logprob"),
+    ("(TaskRunner pid=1) dataset len: 10000\n(TaskRunner pid=1) filter dataset len: 2000\n", "data_filter_misconfig"),
+    ("ValueError: train_batch_size (16) must be >= actor.ppo_mini_batch_size (32)\n", "batch_size_misconfig"),
+    ("AssertionError: only support equal chunk. Got size of DataProto 6 and chunk 4.\n", "batch_size_misconfig"),
+    ("ValueError: The global train batch size (1 x 4) must be evenly divisible by the number of generations "
+     "per prompt (8).\n", "batch_size_misconfig"),
+    ("omegaconf.errors.ConfigAttributeError: Key 'foo' not in 'PPOActorConfig'\n", "config_key_error"),
+    ("train_ppo_ray.py: error: unrecognized arguments: --actor_learning_rate 1e-6\n", "config_key_error"),
+    ("AttributeError: 'LLMEngine' object has no attribute 'update_weights'\n", "vllm_weight_sync_failure"),
+    ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=_ALLGATHER_BASE, "
+     "Timeout(ms)=600000)\nray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n",
+     "nccl_timeout"),
+    ("Workers (tasks / actors) killed due to memory pressure (OOM): 3\n", "oom_host_cpu"),
+    ("AssertionError: max_prompt_length + max_response_length exceeds max_position_embeddings 4096\n",
+     "sequence_length_exceeds_model"),
+    ("(A) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force\n"
+     "ray.exceptions.RayActorError: The actor died unexpectedly\n", "ray_actor_death"),
+]
+
+
+@pytest.mark.parametrize("text,expected", SIGNATURE_TABLE, ids=[e for _, e in SIGNATURE_TABLE])
+def test_log_signatures(text: str, expected: str) -> None:
+    diag = diagnose_text(text)
+    assert diag.findings and diag.findings[0].category == expected, [f.category for f in diag.findings]
+    assert diag.findings[0].evidence[0].kind == "log"
+    assert not any(f.category.startswith("oom_gpu") for f in diag.findings)
