@@ -30,10 +30,11 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from advisor.errors import AdvisorError  # noqa: E402
 from advisor.placement.cases import TimeCase, time_cases  # noqa: E402
 from advisor.placement.timemodel import DATA, Infeasible, default_factors, predict_step  # noqa: E402
 
-FIT_KEYS = ["decode_hbm_efficiency", "decode_hbm_efficiency_static", "forward_mfu", "train_mfu",
+FIT_KEYS = ["decode_hbm_efficiency", "decode_hbm_efficiency_static", "decode_step_overhead_ms_static", "forward_mfu", "train_mfu",
             "sync_link_efficiency", "sync_per_tensor_ms", "step_overhead_s"]
 BOUNDED = {"decode_hbm_efficiency", "decode_hbm_efficiency_static", "forward_mfu", "train_mfu",
            "sync_link_efficiency"}
@@ -65,8 +66,8 @@ def evaluate(cases: list[TimeCase], factors: dict[str, float]) -> list[dict[str,
             continue
         try:
             pred, lower, tok, bottleneck = predict(c, factors)
-        except Infeasible as exc:
-            row.update(scored=False, note=f"infeasible in the model: {exc}")
+        except (Infeasible, AdvisorError) as exc:
+            row.update(scored=False, note=f"cannot predict: {exc}")
             rows.append(row)
             continue
         row.update(predicted=pred, limit=lower, error=pred / c.published - 1.0, tok=tok,

@@ -320,3 +320,53 @@ def test_benchmark_rows_are_within_published_error(shared_dir: Path) -> None:
     assert median == pytest.approx(recorded["median_abs_error"], abs=0.002)
     assert max(errs) == pytest.approx(recorded["max_abs_error"], abs=0.002)
     assert not math.isnan(median)
+
+
+# --------------------------------------------------------------------------- faces: MCP, CLI, imports
+
+
+def test_mcp_tool_returns_schema_valid_report_and_named_errors() -> None:
+    import asyncio
+
+    import jsonschema
+    from mcp import Client
+
+    from rl_advisor.mcp_server import build_server
+
+    plan = yaml.safe_load(example_plan_path().read_text())
+
+    async def run() -> None:
+        async with Client(build_server()) as client:
+            tool = next(t for t in (await client.list_tools()).tools if t.name == "plan_placement")
+            res = await client.call_tool("plan_placement", {"plan": plan, "steps": 10, "price_per_gpu_hour": 3})
+            assert not res.is_error, res.content
+            jsonschema.validate(res.structured_content, tool.output_schema)
+            assert res.structured_content["cost"]["steps"] == 10
+            bad = await client.call_tool("plan_placement", {"plan": plan, "top_k": 99})
+            assert bad.is_error and "top_k" in bad.content[0].text
+
+    asyncio.run(run())
+
+
+def test_cli_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from rl_advisor.cli import main
+
+    path = str(example_plan_path())
+    assert main(["plan-placement", "--plan", path, "--steps", "50", "--price-per-gpu-hour", "2.5"]) == 0
+    out = capsys.readouterr().out
+    assert "Placement plans" in out and "50 steps" in out
+    assert main(["plan-placement", "--plan", path, "--json", "--top-k", "2"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["ranked"]) <= 2 and data["best_plan"]["placement"]["pools"]
+
+
+def test_core_and_ray_backend_import_without_heavy_modules() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, advisor.placement, backends.ray_placement; "
+            "heavy = [m for m in ('ray', 'torch', 'kubernetes', 'transformers') if m in sys.modules]; "
+            "assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

@@ -342,6 +342,25 @@ def _dschat_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Time
 # --------------------------------------------------------------------------- dispatch
 
 
+def _rowwise(adapter: Any, case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCase]:
+    """Run an adapter one row at a time, so one row it cannot read skips only that row."""
+    out: list[TimeCase] = []
+    rows = case["outcome"]["rows"]
+    for i, row in enumerate(rows):
+        one = {**case, "outcome": {**case["outcome"], "rows": [row]}}
+        try:
+            got = adapter(one, extra)
+        except Exception as exc:  # noqa: BLE001 - reported per row, never hidden
+            label = str(row.get("model") or row.get("mode") or row.get("model_size") or row.get("gpus") or i)
+            got = [TimeCase(case=case["id"], row=label, metric="step_s", scored=False,
+                            skip_reason=f"row not understood: {type(exc).__name__}: {str(exc)[:160]}")]
+        for c in got:
+            if c.plan is not None:
+                c.plan = c.plan.model_copy(update={"name": f"{c.plan.name[:50]}-{i}"})
+        out += got
+    return out
+
+
 def time_cases(doc: dict[str, Any], extra_models: dict[str, dict[str, Any]] | None = None) -> list[TimeCase]:
     """Every time row of a published-cases document, as TimeCase objects (shape-dispatched)."""
     extra = {name: ModelSpec(name=name, **dims) for name, dims in (extra_models or {}).items()}
@@ -350,22 +369,24 @@ def time_cases(doc: dict[str, Any], extra_models: dict[str, dict[str, Any]] | No
         if not {"time_model", "plan_placement"} & set(case.get("use_for", [])):
             continue
         rows = (case.get("outcome") or {}).get("rows")
-        try:
-            if isinstance(rows, list) and rows and isinstance(rows[0], dict):
-                first = rows[0]
-                if "sync_s" in first:
-                    out += _sync_rows(case, extra)
-                elif "mode" in first and "step_s" in first:
-                    out += _verl_mode_rows(case, extra)
-                elif "step_s" in first and "gpus" in first and "model" in first:
-                    out += _nemo_rows(case, extra)
-                elif "model_size" in first and ("openrlhf_s" in first or "dschat_s" in first):
-                    out += _openrlhf_rows(case, extra)
-                elif "gpus" in first and any(str(k).startswith("OPT-") for r in rows for k in r):
-                    out += _dschat_rows(case, extra)
-        except (KeyError, ValueError) as exc:
+        if not (isinstance(rows, list) and rows and isinstance(rows[0], dict)):
+            continue
+        first = rows[0]
+        if "sync_s" in first:
+            adapter = _sync_rows
+        elif "mode" in first and "step_s" in first:
+            adapter = _verl_mode_rows
+        elif "step_s" in first and "gpus" in first and "model" in first:
+            adapter = _nemo_rows
+        elif "model_size" in first and ("openrlhf_s" in first or "dschat_s" in first):
+            adapter = _openrlhf_rows
+        elif "gpus" in first and any(str(k).startswith("OPT-") for r in rows for k in r):
+            adapter = _dschat_rows
+        else:
             out.append(TimeCase(case=case["id"], row="(all)", metric="step_s", scored=False,
-                                skip_reason=f"row shape not understood: {exc}"))
+                                skip_reason="row shape not understood: " + ", ".join(sorted(map(str, first)))[:200]))
+            continue
+        out += _rowwise(adapter, case, extra)
     return out
 
 

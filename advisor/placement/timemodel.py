@@ -263,7 +263,7 @@ class _Phase:
 
 def _decode(arch: Arch, dev: Device, *, engines: int, tp: int, seqs: int, prompt: float,
             dist: LengthDist, max_num_seqs: int, mem_fraction: float, eta_bw: float, eta_c: float,
-            static_batch: bool, streaming: bool) -> tuple[float, float, int, float, str]:
+            static_batch: bool, streaming: bool, step_overhead_s: float = 0.0) -> tuple[float, float, int, float, str]:
     """Decode time of the whole rollout (seconds, physical limit, concurrency, waves, bound)."""
     q = math.ceil(seqs / engines)
     kv_tok = arch.kv_bytes_per_token_gpu(tp)
@@ -280,13 +280,13 @@ def _decode(arch: Arch, dev: Device, *, engines: int, tp: int, seqs: int, prompt
     lat = constant("tp_allreduce_latency_us") * 1e-6
     comm_step = 0.0 if tp == 1 else 2 * arch.layers * lat
 
-    def step(b_kv: float, p_any: float, ctx: float, eta_b: float, eta_f: float) -> float:
+    def step(b_kv: float, p_any: float, ctx: float, eta_b: float, eta_f: float, fixed: float) -> float:
         mem = (p_any * arch.decode_weight_bytes(b_kv) / tp + b_kv * ctx * kv_tok) / (dev.hbm_bw * eta_b)
         flops = 2.0 * arch.active * b_kv / (tp * dev.peak_flops * eta_f)
-        return max(mem, flops) + p_any * comm_step
+        return max(mem, flops) + p_any * (comm_step + fixed)
 
-    def total(eta_b: float, eta_f: float) -> tuple[float, str]:
-        per_tok = step(c, 1.0, ctx_res, eta_b, eta_f)
+    def total(eta_b: float, eta_f: float, fixed: float) -> tuple[float, str]:
+        per_tok = step(c, 1.0, ctx_res, eta_b, eta_f, fixed)
         mem_part = (arch.decode_weight_bytes(c) / tp + c * ctx_res * kv_tok) / (dev.hbm_bw * eta_b)
         bound = "hbm_bandwidth" if mem_part >= 2.0 * arch.active * c / (tp * dev.peak_flops * eta_f) else "compute"
         if streaming:  # fully async: generation streams at the saturated rate, the tail overlaps
@@ -299,7 +299,7 @@ def _decode(arch: Arch, dev: Device, *, engines: int, tp: int, seqs: int, prompt
             for i in range(n):
                 t = (i + 0.5) * dt
                 p_any = 1.0 - (1.0 - dist.survival(t)) ** c
-                wave += dt * step(c, p_any, prompt + t, eta_b, eta_f) * (1 if p_any > 0 else 0)
+                wave += dt * step(c, p_any, prompt + t, eta_b, eta_f, fixed) * (1 if p_any > 0 else 0)
             return waves * wave, bound
         sat = max(q - c, 0) * dist.mean / c * per_tok
         drain = 0.0
@@ -307,11 +307,11 @@ def _decode(arch: Arch, dev: Device, *, engines: int, tp: int, seqs: int, prompt
             t = (i + 0.5) * dt
             s = dist.survival(t)
             p_any = 1.0 - (1.0 - s) ** c
-            drain += dt * step(c * s, p_any, prompt + t, eta_b, eta_f)
+            drain += dt * step(c * s, p_any, prompt + t, eta_b, eta_f, fixed)
         return sat + drain, bound
 
-    secs, bound = total(eta_bw, eta_c)
-    lower, _ = total(1.0, 1.0)
+    secs, bound = total(eta_bw, eta_c, step_overhead_s)
+    lower, _ = total(1.0, 1.0, 0.0)
     return secs, lower, c, q / c, bound
 
 
@@ -459,7 +459,8 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None) -> StepTim
         secs, lower, conc, waves, bound = _decode(
             pol, dev, engines=engines, tp=tp_r, seqs=seqs, prompt=prompt_len, dist=dist,
             max_num_seqs=plan.rollout.max_num_seqs, mem_fraction=frac, eta_bw=eta_bw, eta_c=eta_f,
-            static_batch=static, streaming=plan.placement.mode == "fully_async")
+            static_batch=static, streaming=plan.placement.mode == "fully_async",
+            step_overhead_s=1e-3 * f["decode_step_overhead_ms_static"] if static else 0.0)
         phases.append(_Phase("rollout_decode", rollout_pool.name, g, secs, lower, bound, eta_bw,
                              f"{engines} engines x TP{tp_r}, {seqs} sequences, {conc} running per engine, "
                              f"{waves:.1f} waves, mean {dist.mean:.0f} / max {dist.max_len} tokens, "
