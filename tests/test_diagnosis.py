@@ -355,3 +355,45 @@ def test_log_signatures(text: str, expected: str) -> None:
     assert diag.findings and diag.findings[0].category == expected, [f.category for f in diag.findings]
     assert diag.findings[0].evidence[0].kind == "log"
     assert not any(f.category.startswith("oom_gpu") for f in diag.findings)
+
+
+PROSE_TABLE = [
+    # descriptions (issue text, post-mortems): '#' lines are prose — weaker evidence, still named
+    ("# The response length keeps increasing until it hits the cap", "response_length_explosion"),
+    ("# reward keeps increasing but the eval accuracy drops after step 300", "reward_hacking"),
+    ("# all rewards in each group are identical for most prompts", "zero_variance_groups"),
+    ("# generation takes 70% of the step time", "generation_bound"),
+    ("# the value loss explodes after 50 steps", "critic_divergence"),
+    ("# grad_norm spikes to 300 every few steps", "grad_norm_spike"),
+    ("# 85% of the prompts were filtered out by max_prompt_length", "data_filter_misconfig"),
+    ("# KL blows up after step 120", "kl_explosion"),
+    ("# entropy quickly goes to near zero", "entropy_collapse"),
+    ("# weight sync hangs after upgrading vllm", "vllm_weight_sync_failure"),
+    ("# DPO loss remains 0.6931 from the first step", "no_learning_signal_config"),
+    ("# the model suddenly outputs !!!!!!!!!!!! and grad_norm is nan", "grad_norm_nan"),
+    ("# entropy stays around 0.3, reward rises steadily, clip ratio 2%, KL about 0.01", None),
+]
+
+
+@pytest.mark.parametrize("text,expected", PROSE_TABLE, ids=[str(e) for _, e in PROSE_TABLE])
+def test_prose_descriptions(text: str, expected: str | None) -> None:
+    diag = diagnose_text(text + "\n")
+    cats = [f.category for f in diag.findings]
+    if expected is None:
+        assert not [f for f in diag.findings if f.severity == "error"], cats
+    else:
+        assert expected in cats[:2], cats
+        f = next(f for f in diag.findings if f.category == expected)
+        assert f.evidence[0].kind == "prose"
+
+
+def test_run_directory_reads_metrics_once_and_scans_logs(tmp_path: Path) -> None:
+    rows = [{"step": t, "loss": 0.0, "reward": 0.5, "reward_std": 0.3, "entropy": 0.9 * 0.5 ** t,
+             "completions/mean_length": 100.0} for t in range(1, 9)]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    console = "".join(str({k: str(v) for k, v in r.items() if k != "step"}) + "\n" for r in rows)
+    (tmp_path / "stdout.log").write_text(console + "torch.OutOfMemoryError: CUDA out of memory.\n")
+    diag = diagnose_path(tmp_path)
+    assert diag.points_read == len(rows)  # the console dicts are not counted twice
+    cats = [f.category for f in diag.findings]
+    assert "entropy_collapse" in cats and "oom_gpu" in cats
