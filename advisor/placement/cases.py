@@ -107,9 +107,13 @@ def _nemo_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
         gbs = int(row["g_gbs"])
         n = 32
         prompts = gbs // n
-        tokens_per_seq = row["tok_s_gpu"] * gpus * row["step_s"] / gbs
         resp = float(row["g_avg_seq"])
-        prompt = max(1, round(tokens_per_seq - resp))
+        if row.get("tok_s_gpu"):
+            tokens_per_seq = row["tok_s_gpu"] * gpus * row["step_s"] / gbs
+            prompt = max(1, round(tokens_per_seq - resp))
+        else:
+            prompt = 128
+            inferred.append("mean prompt 128 tokens (no tokens/s/GPU to derive it from)")
         tmax = int(row["t_max_seq"])
         gen_tp = int(str(row.get("gen_tp_pp", "[1,1]")).strip("[]").split(",")[0])
         tp = pp = cp = ep = 1
@@ -153,45 +157,59 @@ def _nemo_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
 
 
 def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCase]:
+    """veRL sync-vs-async rows. Settings the case states are used; the rest come from the
+    one-step-off recipe (recipe/one_step_off_policy/dapo_7b_math_fsdp2_4_12.sh) and are listed."""
     out = []
     hw = case.get("hardware", {})
+    st = case.get("settings", {}) or {}
     gpu = _gpu_name(hw.get("gpu", "H20"))
     gpus = int(hw.get("count", 16))
-    split = case.get("settings", {}).get("async_split", {})
+    split = st.get("async_split", {}) or {}
     gen_gpus = int(split.get("generation_gpus", gpus // 4))
-    max_resp = case.get("settings", {}).get("max_response_length", 8192)
+    max_resp = st.get("max_response_length", 8192)
+    recipe = {"train_batch_size": 512, "rollout_n": 12, "ppo_mini_batch_size": 32, "max_prompt_length": 2048,
+              "rollout_tp": 2, "gpu_memory_utilization": 0.8, "mean_prompt_length": 200, "mean_response_length": 1000}
+    used = {k: st.get(k, v) for k, v in recipe.items()}
+    from_recipe = [k for k in recipe if k not in st]
     for i, row in enumerate(case["outcome"]["rows"]):
         engine = str(row.get("engine", ""))
         megatron = "megatron" in engine.lower()
         resp_max = int(max_resp.get("megatron" if megatron else "fsdp2", 8192)) if isinstance(max_resp, dict) else int(max_resp)
-        inferred = ["batch 512 prompts x 12, mini 32, max prompt 2048, rollout TP2, util 0.8, dynamic batching "
-                    "(recipe/one_step_off_policy/dapo_7b_math_fsdp2_4_12.sh)",
-                    "mean prompt 200 / mean response 1000 tokens (not published; DAPO-Math-17k prompts, "
-                    "early-training response length of Qwen2.5-Math-7B in the DAPO paper)", "no KL (DAPO recipe)"]
+        inferred = [f"{', '.join(from_recipe)} from the one-step-off recipe "
+                    "(recipe/one_step_off_policy/dapo_7b_math_fsdp2_4_12.sh)"] if from_recipe else []
+        if "mean_response_length" in from_recipe:
+            inferred.append("mean prompt 200 / response 1000 tokens: not published (DAPO-Math-17k prompts, "
+                            "early-training response length of Qwen2.5-Math-7B in the DAPO paper)")
+        inferred.append("dynamic batching with 2 x (prompt + response) tokens per GPU; no KL (DAPO recipe)")
         if megatron:
             inferred.append("Megatron layout TP2 (not published)")
         asynchronous = "async" in str(row.get("mode", ""))
+        nodes = max(1, math.ceil(gpus / 8))
+        gpn = gpus // nodes
         if asynchronous:
             train_g = gpus - gen_gpus
             t_nodes = math.ceil(train_g / 8)
             pools = [Pool(name="train", nodes=t_nodes, gpus_per_node=train_g // t_nodes, roles=["policy"]),
-                     Pool(name="rollout", nodes=1, gpus_per_node=gen_gpus, roles=["rollout"])]
+                     Pool(name="rollout", nodes=max(1, gen_gpus // 8), gpus_per_node=min(8, gen_gpus), roles=["rollout"])]
             placement = Placement(mode="one_step_off", pools=pools)
         else:
-            placement = Placement(mode="colocated", pools=[Pool(name="all", nodes=gpus // 8, gpus_per_node=8,
+            placement = Placement(mode="colocated", pools=[Pool(name="all", nodes=nodes, gpus_per_node=gpn,
                                                                 roles=["policy", "rollout"])])
+        prompt_max = int(used["max_prompt_length"])
         plan = Plan(
             name=f"verl-osoff-{i}", method="dapo", framework="verl",
-            hardware=Hardware(gpu=gpu, gpus_per_node=8, nodes=gpus // 8),
+            hardware=Hardware(gpu=gpu, gpus_per_node=gpn, nodes=nodes),
             policy=_role(case.get("model", "Qwen2.5-Math-7B"), extra,
                          parallel=Parallelism(tp=2) if megatron else Parallelism(sp=4, fsdp_size=2)),
-            algorithm=Algorithm(group_size=12, kl_coef=0.0),
-            data=DataSpec(train_batch_size=512, mini_batch_size=32, max_prompt_length=2048, max_response_length=resp_max,
-                          mean_prompt_length=200, mean_response_length=1000, use_dynamic_bsz=True,
-                          max_token_len_per_gpu=(2048 + resp_max) * 2),
-            rollout=Rollout(tp=2, max_num_seqs=256), placement=placement,
-            memory=MemoryKnobs(train_backend="megatron" if megatron else "fsdp2", rollout_memory_fraction=0.8,
-                               recompute="full"))
+            algorithm=Algorithm(group_size=int(used["rollout_n"]), kl_coef=0.0),
+            data=DataSpec(train_batch_size=int(used["train_batch_size"]), mini_batch_size=int(used["ppo_mini_batch_size"]),
+                          max_prompt_length=prompt_max, max_response_length=resp_max,
+                          mean_prompt_length=int(used["mean_prompt_length"]),
+                          mean_response_length=min(int(used["mean_response_length"]), resp_max), use_dynamic_bsz=True,
+                          max_token_len_per_gpu=(prompt_max + resp_max) * 2),
+            rollout=Rollout(tp=int(used["rollout_tp"]), max_num_seqs=256), placement=placement,
+            memory=MemoryKnobs(train_backend="megatron" if megatron else "fsdp2",
+                               rollout_memory_fraction=float(used["gpu_memory_utilization"]), recompute="full"))
         out.append(TimeCase(case=case["id"], row=f"{row.get('mode')} {engine}", plan=plan, metric="step_s",
                             published=row["step_s"], inferred=inferred, expert=True))
     return out

@@ -94,6 +94,7 @@ class Candidate(BaseModel):
     fits: bool = True
     memory_checked: bool = False
     violations: list[RuleViolation] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="Trade-offs the step time does not show.")
 
 
 class Rejection(BaseModel):
@@ -114,6 +115,8 @@ class CostEstimate(BaseModel):
     gpu_hours: float
     price_per_gpu_hour: float | None = None
     cost_usd: float | None = None
+    budget_gpu_hours: float | None = None
+    within_budget: bool | None = None
 
 
 class RayBundle(BaseModel):
@@ -251,6 +254,11 @@ class PlacementReport(BaseModel):
             c = self.cost
             money = f", ${c.cost_usd:,.0f} at ${c.price_per_gpu_hour}/GPU-h" if c.cost_usd is not None else ""
             lines += ["", f"{c.steps} steps: {c.wall_hours:.1f} h wall, {c.gpu_hours:,.0f} GPU-hours{money}"]
+            if c.budget_gpu_hours is not None:
+                lines.append(f"  budget {c.budget_gpu_hours:,.0f} GPU-hours: "
+                             + ("within budget" if c.within_budget else "OVER BUDGET"))
+        if self.best.notes:
+            lines += ["", "Notes on the best plan:"] + [f"  - {n}" for n in self.best.notes]
         tm = self.time_model
         lines += ["", f"Time model: fitted on {tm.fit_rows} published rows, median |error| "
                       f"{tm.fit_median_abs_error:.0%}, max {tm.fit_max_abs_error:.0%} ({tm.source})"]

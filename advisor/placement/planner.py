@@ -122,6 +122,25 @@ def explain_difference(winner: Candidate, other: Candidate, other_name: str = "i
     return text
 
 
+def _notes(plan: Plan) -> list[str]:
+    """Trade-offs of a layout that the step time does not show."""
+    mode = plan.placement.mode
+    out = []
+    if mode == "one_step_off":
+        out.append("one_step_off trains on rollouts from the previous policy (one step stale): keep the "
+                   "importance-sampling / clip corrections on, watch KL and clip fraction")
+    elif mode == "fully_async":
+        out.append("fully_async streams rollouts from policies up to a few steps old: bound the staleness "
+                   "and keep importance-sampling corrections on")
+    elif mode == "colocated":
+        out.append("colocated: every role time-shares the GPUs, so the rollout engine's memory fraction, "
+                   "offload and sleep settings decide what fits (see budget_memory)")
+    if len(pools_of(plan)) > 1:
+        out.append("separate pools: the weights are sent to the rollout engines every step (weight_sync) "
+                   "and idle GPUs on one side show up as the non-overlapped part of the step")
+    return out
+
+
 def _candidate(label: str, plan: Plan, time: Any) -> Candidate:
     pools = pools_of(plan)
     roll = next((p for p in pools if "rollout" in p.roles), None)
@@ -129,7 +148,7 @@ def _candidate(label: str, plan: Plan, time: Any) -> Candidate:
            if r == "policy" or getattr(plan, r) is not None}
     return Candidate(label=label, layout=plan.placement.mode, pools=pools, parallel=par, rollout_tp=plan.rollout.tp,
                      rollout_engines=(plan.rollout.engines or (roll.gpus // plan.rollout.tp if roll else 0)),
-                     time=time)
+                     time=time, notes=_notes(plan))
 
 
 # --------------------------------------------------------------------------- the tool
@@ -255,9 +274,12 @@ def plan_placement(plan: Plan, price_per_gpu_hour: float | None = None, steps: i
     if n_steps:
         gpus = best.time.total_gpus
         hours = best.time.step_s * n_steps / 3600
+        budget = plan.objective.budget.gpu_hours if plan.objective else None
         cost = CostEstimate(steps=n_steps, step_s=best.time.step_s, wall_hours=round(hours, 3), gpus=gpus,
                             gpu_hours=round(hours * gpus, 2), price_per_gpu_hour=price,
-                            cost_usd=round(hours * gpus * price, 2) if price is not None else None)
+                            cost_usd=round(hours * gpus * price, 2) if price is not None else None,
+                            budget_gpu_hours=budget,
+                            within_budget=(hours * gpus <= budget) if budget is not None else None)
     return PlacementReport(best=best, ranked=ranked, runner_up_lost=runner, given=given, versus_given=versus,
                            rejected=rej, candidates_considered=considered, best_plan=best_plan,
                            ray=ray_resources(best_plan), k8s=k8s_resources(best_plan), cost=cost,
