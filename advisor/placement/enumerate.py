@@ -95,7 +95,9 @@ def parallel_options(plan: Plan, pool_gpus: int) -> list[Parallelism]:
     long_seq = plan.data.max_seq_len >= 8192
     if backend in ("fsdp", "fsdp2"):
         sps = [1, 2, 4, 8] if long_seq else [1]
-        return [Parallelism(sp=sp) for sp in sps if sp <= pool_gpus]
+        # full sharding over the pool, or hybrid sharding inside each node when the pool spans nodes
+        sizes = [-1] + ([g] if pool_gpus > g and pool_gpus % g == 0 else [])
+        return [Parallelism(sp=sp, fsdp_size=fs) for sp in sps if sp <= pool_gpus for fs in sizes]
     if backend == "deepspeed":
         return [Parallelism()]
     out = []
@@ -149,5 +151,7 @@ def candidates(plan: Plan) -> Iterator[tuple[str, Plan]]:
 
 def _par_text(par: Parallelism) -> str:
     parts = [f"{k.upper()}{getattr(par, k)}" for k in ("tp", "pp", "cp", "ep", "sp") if getattr(par, k) > 1]
+    if par.fsdp_size > 0:
+        parts.append(f"FSDP{par.fsdp_size}")
     return " ".join(parts) or "DP"
 

@@ -340,14 +340,21 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
     # backward when training) and reduce-scatters fp32 grads; otherwise one grad all-reduce per
     # optimizer step. It runs concurrently with compute.
     shard_bytes = arch.params * 2.0 / mp
-    link = dev.dp_link(dp * mp)
     n_micro = max(1.0, tokens / dp / micro_tokens)
     if dp <= 1:
         dp_comm = 0.0
     elif sharded_gather:
+        # FSDP/ZeRO-3 gathers inside the shard group (fsdp_size; -1 = all ranks); with hybrid
+        # sharding the replicas also all-reduce their grad shards once per optimizer step
+        group = dp if par.fsdp_size <= 0 else min(par.fsdp_size, dp)
+        link = dev.dp_link(group * mp)
         per_micro = shard_bytes * (1 if k <= 2 else 2) + (grad_bytes / mp if k > 2 else 0.0)
-        dp_comm = n_micro * per_micro * (dp - 1) / dp / link
+        dp_comm = n_micro * per_micro * (group - 1) / group / link
+        replicas = dp // group
+        if replicas > 1 and k > 2:
+            dp_comm += 2 * grad_bytes / mp / group * (replicas - 1) / replicas / dev.dp_link(dp * mp) * mini_batches
     else:
+        link = dev.dp_link(dp * mp)
         dp_comm = (2 * grad_bytes / mp * (dp - 1) / dp / link * mini_batches) if k > 2 else 0.0
     secs = max(compute / eta * bubble + tp_comm, dp_comm)
     lower = max(compute + tp_comm, dp_comm)
