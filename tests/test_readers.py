@@ -265,3 +265,16 @@ def test_series_store_is_bounded_and_keeps_spikes() -> None:
     assert max(maxs) == 1000.0
     assert series.nonfinite == 1 and series.first_nonfinite_step == 10000
     assert series.first_value == 1.0 and series.count == 10001
+
+
+def test_tqdm_postfix_points() -> None:
+    """OpenRLHF's DPO/RM/SFT trainers log only a tqdm postfix."""
+    bar = ("Train epoch:  10%|#         | {n}/1000 [01:00<09:00,  1.66it/s, loss={loss}, acc=0.5, "
+           "chosen_reward=0.1, reject_reward=-0.1, lr=5e-07]")
+    text = "\r".join(bar.format(n=n, loss=0.69 - n / 1000) for n in (100, 101, 102)) + "\n"
+    points = parse_text(text)
+    assert [p.step for p in points] == [100, 101, 102]
+    assert points[0].values["loss"] == pytest.approx(0.59) and points[0].values["dpo_reward_rejected"] == -0.1
+    assert all(p.total_steps == 1000 and p.source == "tqdm_postfix" for p in points)
+    plain = "  5%|5         | 50/1000 [00:10<03:10,  5.00it/s]\n"
+    assert parse_text(plain) == []

@@ -218,8 +218,9 @@ def check_kl_explosion(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | N
                                          f"median (max {_fmt(max(maxs[i] for i in idx))} at step {steps[idx[0]]}).",
                                 [ctx.evidence(name, values=[maxs[i] for i in idx[:8]],
                                               note=f"spike steps {[steps[i] for i in idx[:8]]}")]))
-        elif name == "kl" and recent > p["kl_level"]:
-            hits.append(RuleHit("error", f"Per-token KL to the reference is {_fmt(recent)} (> {p['kl_level']:g}).",
+        elif recent > p["kl_level"] or max(maxs) > 100 * p["kl_level"]:
+            what = "Per-token KL to the reference" if name == "kl" else "KL between old and new policy (ppo_kl)"
+            hits.append(RuleHit("error", f"{what} is {_fmt(recent)} (max {_fmt(max(maxs))}; > {p['kl_level']:g}).",
                                 [ctx.evidence(name)]))
     s = ctx.series("ratio_mean")
     if s is not None:
@@ -406,15 +407,17 @@ def check_dpo_overopt(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | No
     margin = ctx.series("dpo_margin")
     acc = ctx.series("dpo_accuracy")
     loss = ctx.series("loss")
-    if margin is None or loss is None:
+    chosen, rejected = ctx.values("dpo_reward_chosen"), ctx.values("dpo_reward_rejected")
+    if loss is None or (margin is None and not (chosen and rejected)):
         return None
-    ms, ls = margin.buckets()[1], loss.buckets()[1]
+    ls = loss.buckets()[1]
+    ms = margin.buckets()[1] if margin is not None else [c - r for c, r in zip(chosen, rejected)]
     accs = acc.buckets()[1] if acc else [1.0] * len(ms)
     n = min(len(ms), len(ls), len(accs))
     sat = [i for i in range(n) if ls[i] < p["loss_below"] and accs[i] >= p["acc_above"] and ms[i] > p["margin_above"]]
     if len(sat) < p["min_points"]:
         return []
-    ev = [ctx.evidence("loss"), ctx.evidence("dpo_margin")]
+    ev = [ctx.evidence("loss"), ctx.evidence("dpo_margin" if margin is not None else "dpo_reward_rejected")]
     if acc:
         ev.append(ctx.evidence("dpo_accuracy"))
     cause = ""

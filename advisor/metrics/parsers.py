@@ -17,6 +17,8 @@ Formats (the names backends and diagnose_run use):
 * ``nemo_rl_console``: ``Step N/M`` headers and ``📊 Training Results`` / ``⏱️ Timing`` blocks
   with ``• Name: value`` lines;
 * ``table``: a tab-separated table with a header row (metric extracts);
+* ``tqdm_postfix``: progress bars with ``key=value`` postfixes (OpenRLHF DPO/RM/SFT and the PPO
+  bar: ``loss=0.69, acc=0.5``), one point per bar update;
 * ``text``: anything else (tracebacks, stderr, prose) — no metrics, but still line-counted.
 
 Every line reader recognises all line formats, because real logs mix them (a Ray driver log holds
@@ -34,7 +36,7 @@ from typing import Iterable
 from advisor.metrics.model import MetricPoint, make_point
 
 FORMATS = ("verl_console", "verl_jsonl", "trl_trainer_state", "trl_console", "trl_jsonl",
-           "openrlhf_console", "nemo_rl_console", "tensorboard", "table", "text")
+           "openrlhf_console", "nemo_rl_console", "tensorboard", "table", "tqdm_postfix", "text")
 
 MAX_LINE_CHARS = 4 << 20
 """A line longer than this is cut (binary garbage without newlines must not grow the buffer)."""
@@ -42,6 +44,7 @@ MAX_LINE_CHARS = 4 << 20
 _WRAPPED = re.compile(r"^(?:np\.|numpy\.|torch\.)?(?:float|int|uint|bool|tensor)\d*\(\s*([^,()]+?)\s*(?:,.*)?\)$")
 _VERL_STEP = re.compile(r"(?:^|[\s>)])step:\s*(\d+)\s+-\s+")
 _TQDM = re.compile(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+,\s*(?:[\d.]+|\?)\s*(?:s/it|it/s)")
+_TQDM_POSTFIX = re.compile(r"(\d+)/(\d+) \[[^\]]*?(?:s/it|it/s),\s*([A-Za-z_][\w/.]*=[^\]]*)\]")
 _PYDICT_ITEM = re.compile(r"'([^'\\]{1,200})':\s*(?:'([^'\\]{0,64})'|([^,'}\s][^,}]*))")
 _OPENRLHF = re.compile(r"Global step (\d+):\s*(\{.*)")
 _NEMO_STEP = re.compile(r"\bStep\s+(\d+)\s*/\s*(\d+)\b")
@@ -229,13 +232,26 @@ class LogReader:
         if not t:
             return
         # tqdm counters give TRL its step numbers.
-        if "/it]" in t or "it/s]" in t:
+        if "s/it" in t or "it/s" in t:
             last = None
             for last in _TQDM.finditer(t):
                 pass
             if last is not None:
                 self._tqdm_step = int(last.group(1))
                 self.total_steps = int(last.group(2))
+            if "=" in t:  # tqdm set_postfix (OpenRLHF DPO/RM/SFT have only this): "..., loss=0.69, acc=0.5]"
+                post = None
+                for post in _TQDM_POSTFIX.finditer(t):
+                    pass
+                if post is not None:
+                    raw = {}
+                    for item in post.group(3).split(","):
+                        key, sep, val = item.strip().partition("=")
+                        num = parse_number(val) if sep else None
+                        if num is not None:
+                            raw[key] = num
+                    self._emit(out, raw, int(post.group(1)), self.line_no, "tqdm_postfix")
+                    return
         # veRL console step line
         if "step:" in t and " - " in t:
             m = _VERL_STEP.search(t)
