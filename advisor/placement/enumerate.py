@@ -96,7 +96,9 @@ def parallel_options(plan: Plan, pool_gpus: int) -> list[Parallelism]:
     if backend in ("fsdp", "fsdp2"):
         sps = [1, 2, 4, 8] if long_seq else [1]
         # full sharding over the pool, or hybrid sharding inside each node when the pool spans nodes
-        sizes = [-1] + ([g] if pool_gpus > g and pool_gpus % g == 0 else [])
+        sizes = [-1] + ([g] if pool_gpus > g and pool_gpus % g == 0 and plan.framework.value == "verl" else [])
+        if plan.framework.value != "verl":
+            sps = [1]  # Ulysses SP is a veRL knob
         return [Parallelism(sp=sp, fsdp_size=fs) for sp in sps if sp <= pool_gpus for fs in sizes]
     if backend == "deepspeed":
         return [Parallelism()]
