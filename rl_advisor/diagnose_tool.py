@@ -25,7 +25,8 @@ class InlineMetricPoint(BaseModel):
     ``train/kl``) or normalised names (``entropy``, ``reward_mean``)."""
 
     step: int | None = Field(None, ge=0)
-    values: dict[str, float] = Field(..., description="Metric key -> value for this step.")
+    values: dict[str, float | None] = Field(
+        ..., description="Metric key -> value for this step (null = NaN/Inf, which JSON cannot carry).")
 
 
 def _session(plan: Plan | None, framework: Framework | str | None) -> DiagnosisSession:
@@ -131,8 +132,8 @@ def diagnose_inline(metrics: Iterable[InlineMetricPoint], log_text: str | None =
     session = _session(plan, framework)
     points = []
     for i, m in enumerate(metrics, 1):
-        points.append(make_point(dict(m.values), step=m.step if m.step is not None else i, line=None,
-                                 source="inline"))
+        raw = {k: (float("nan") if v is None else v) for k, v in m.values.items()}
+        points.append(make_point(raw, step=m.step if m.step is not None else i, line=None, source="inline"))
     session.add_points(points)
     if log_text:
         session.feed(log_text)

@@ -297,6 +297,9 @@ async def test_mcp_tool_with_inline_metrics() -> None:
         assert all(fx["framework"] == "trl" for fx in data["findings"][0]["fixes"])
         bad = await client.call_tool("diagnose_run", {"path": "/nonexistent/run.log"})
         assert bad.is_error
+        nan = [{"step": t, "values": {"actor/grad_norm": None if t == 3 else 0.5}} for t in range(5)]
+        result = await client.call_tool("diagnose_run", {"metrics": nan})
+        assert result.structured_content["findings"][0]["category"] == "grad_norm_nan"
 
 
 def test_registry_run_id(tmp_path: Path) -> None:
