@@ -1,0 +1,261 @@
+"""budget_memory semantics: engine rules, sharding, offload, LoRA, fixes, host RAM, and the tool's
+faces (CLI table, JSON, picture). Expected values come from the formulas' sources, not from the code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from advisor.catalog import get_model
+from advisor.errors import AdvisorError
+from advisor.memory import MemoryBudget, budget_memory
+from advisor.memory.constants import const
+from advisor.memory.terms import GIB, kv_bytes_per_token
+from advisor.plan import plan_from_dict
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def base(**over) -> dict:
+    d = {
+        "method": "grpo", "framework": "verl",
+        "hardware": {"gpu": "H100", "gpus_per_node": 8, "nodes": 1},
+        "policy": {"model": "Qwen2.5-7B-Instruct"},
+        "reward_function": {"path": "r.py"},
+        "algorithm": {"kl_coef": 0.001, "group_size": 5},
+        "data": {"max_prompt_length": 512, "max_response_length": 1024, "train_batch_size": 256,
+                 "mini_batch_size": 64, "micro_batch_size_per_gpu": 4},
+        "rollout": {"engine": "vllm", "tp": 2},
+        "memory": {"rollout_memory_fraction": 0.5},
+    }
+    for path, value in over.items():
+        cur = d
+        parts = path.split("__")
+        for p in parts[:-1]:
+            cur = cur.setdefault(p, {})
+        cur[parts[-1]] = value
+    return d
+
+
+def budget(**over) -> MemoryBudget:
+    return budget_memory(plan_from_dict(base(**over)))
+
+
+def phase(b: MemoryBudget, name: str):
+    return next(p for p in b.phases if p.phase == name)
+
+
+def term(ph, name: str) -> float:
+    return sum(t.gib for t in ph.terms if t.name == name)
+
+
+# ----------------------------------------------------------------------------- KV cache
+
+
+def test_kv_bytes_match_perf_anchors():
+    """perf-anchors section 1.6: Qwen2.5-7B 56 KiB, Llama-3.1-8B 128 KiB, Qwen2.5-72B 320 KiB per token."""
+    assert kv_bytes_per_token(get_model("Qwen2.5-7B")) == 56 * 1024
+    assert kv_bytes_per_token(get_model("Llama-3.1-8B")) == 128 * 1024
+    assert kv_bytes_per_token(get_model("Qwen2.5-72B")) == 320 * 1024
+
+
+def test_kv_heads_replicated_when_tp_exceeds_kv_heads():
+    s = get_model("Qwen2.5-7B")  # 4 KV heads
+    assert kv_bytes_per_token(s, tp=4) == kv_bytes_per_token(s) / 4
+    assert kv_bytes_per_token(s, tp=8) == kv_bytes_per_token(s, tp=4)  # replicated, not split further
+
+
+def test_mla_kv_is_latent_and_not_split_by_tp():
+    s = get_model("DeepSeek-V3")
+    assert kv_bytes_per_token(s) == s.num_layers * (s.kv_lora_rank + s.qk_rope_head_dim) * 2
+    assert kv_bytes_per_token(s, tp=8) == kv_bytes_per_token(s)
+
+
+# ----------------------------------------------------------------------------- engines
+
+
+def test_vllm_budget_is_fraction_of_total_memory():
+    b = budget()
+    ph = phase(b, "rollout")
+    cap = b.pools[0].capacity_gib
+    assert term(ph, "rollout.engine_budget") == pytest.approx(0.5 * cap, rel=1e-6)
+    # raising the fraction raises the rollout phase by exactly that share of total memory
+    b2 = budget(memory__rollout_memory_fraction=0.7)
+    assert phase(b2, "rollout").total_gib - ph.total_gib == pytest.approx(0.2 * cap, rel=1e-4)
+
+
+def test_vllm_refuses_to_start_when_trainer_holds_memory():
+    """No offload + a greedy fraction: the colocated trainer's states leave less free memory than
+    the engine requests, so vLLM's startup check fails (the OOM the Search-R1 issue reports)."""
+    b = budget(policy__model="Qwen2.5-14B-Instruct", hardware__gpus_per_node=4, rollout__tp=1,
+               memory__rollout_memory_fraction=0.6)
+    assert not b.fits
+    ph = phase(b, "rollout")
+    assert ph.check and "refuses" in ph.check
+    assert b.pools[0].failed_check
+
+
+def test_sglang_fraction_is_of_free_memory():
+    """SGLang's static pool shrinks when the trainer keeps more resident; vLLM's does not."""
+    kw = dict(policy__model="Qwen2.5-3B-Instruct")
+    s_off = budget(rollout__engine="sglang", memory__param_offload=True, memory__optimizer_offload=True, **kw)
+    s_on = budget(rollout__engine="sglang", **kw)
+    v_off = budget(memory__param_offload=True, memory__optimizer_offload=True, **kw)
+    v_on = budget(**kw)
+    eng = lambda b: term(phase(b, "rollout"), "rollout.engine_budget")  # noqa: E731
+    assert eng(s_on) < eng(s_off)
+    assert eng(v_on) == pytest.approx(eng(v_off))
+
+
+def test_cuda_graphs_stay_while_engine_sleeps_and_vanish_with_enforce_eager():
+    b = budget()
+    upd = phase(b, "actor_update")
+    assert upd.states["rollout"] == "asleep"
+    assert term(upd, "rollout.cuda_graphs") == pytest.approx(const("cuda_graph_gib"))
+    assert term(upd, "rollout.engine_budget") == 0
+    eager = budget(rollout__enforce_eager=True)
+    assert term(phase(eager, "actor_update"), "rollout.cuda_graphs") == 0
+
+
+def test_engine_without_sleep_keeps_its_budget_in_training_phases():
+    b = budget(rollout__sleep_level=0)
+    assert term(phase(b, "actor_update"), "rollout.engine_budget") == pytest.approx(0.5 * b.pools[0].capacity_gib)
+
+
+# ----------------------------------------------------------------------------- trainer states
+
+
+def test_verl_fsdp_actor_is_fp32_16_bytes_per_param_sharded():
+    b = budget()
+    upd = phase(b, "actor_update")
+    n = get_model("Qwen2.5-7B").params
+    states = term(upd, "policy.params") + term(upd, "policy.grads") + term(upd, "policy.optimizer")
+    assert states == pytest.approx(16 * n / 8 / GIB, rel=1e-6)
+    ref = phase(b, "ref_log_prob")
+    assert term(ref, "reference.params") == pytest.approx(2 * n / 8 / GIB, rel=1e-6)  # bf16 reference
+
+
+def test_megatron_distributed_optimizer_divides_by_dp():
+    b = budget(memory__train_backend="megatron", policy__parallel={"tp": 2, "pp": 2})
+    upd = phase(b, "actor_update")
+    n = get_model("Qwen2.5-7B").params
+    assert term(upd, "policy.params") == pytest.approx(2 * n / 4 / GIB, rel=1e-3)
+    assert term(upd, "policy.optimizer") == pytest.approx(12 * n / 4 / 2 / GIB, rel=1e-3)  # dp = 8/(2*2)
+
+
+def test_lora_removes_grads_and_optimizer_and_shares_the_reference():
+    full = budget()
+    lora = budget(memory__lora_rank=32)
+    u_full, u_lora = phase(full, "actor_update"), phase(lora, "actor_update")
+    assert term(u_lora, "policy.optimizer") < 0.05 * term(u_full, "policy.optimizer")
+    assert term(phase(lora, "ref_log_prob"), "reference.params") == 0
+    assert u_lora.total_gib < u_full.total_gib
+
+
+def test_offload_moves_states_to_host():
+    on = budget()
+    off = budget(memory__param_offload=True, memory__optimizer_offload=True, memory__ref_offload=True)
+    r_on, r_off = phase(on, "rollout"), phase(off, "rollout")
+    assert term(r_on, "policy.params") > 0 and term(r_off, "policy.params") == 0
+    assert r_off.states["policy"] == "offloaded"
+    assert off.host.peak_gib > on.host.peak_gib
+    assert {t.name for t in off.host.terms} >= {"policy.params", "policy.optimizer"}
+
+
+def test_logits_chunking_and_token_budget():
+    b = budget(data__micro_batch_size_per_gpu=16)
+    c = budget(data__micro_batch_size_per_gpu=16, memory__logits_chunking=True)
+    v = get_model("Qwen2.5-7B").vocab_size
+    assert term(phase(c, "actor_update"), "policy.logits") == pytest.approx(
+        const("logits_chunk_tokens") * v * const("logits_bytes_per_element") / GIB)
+    assert term(phase(c, "actor_update"), "policy.logits") < term(phase(b, "actor_update"), "policy.logits")
+    d = budget(data__use_dynamic_bsz=True, data__max_token_len_per_gpu=24000)
+    assert term(phase(d, "actor_update"), "policy.logits") == pytest.approx(
+        24000 * v * const("logits_bytes_per_element") / GIB)
+
+
+def test_remove_padding_uses_mean_lengths():
+    worst = budget(data__micro_batch_size_per_gpu=8)
+    typical = budget(data__micro_batch_size_per_gpu=8, data__mean_prompt_length=128, data__mean_response_length=256)
+    ratio = term(phase(typical, "actor_update"), "policy.logits") / term(phase(worst, "actor_update"), "policy.logits")
+    assert ratio == pytest.approx((128 + 256) / (512 + 1024))
+
+
+def test_split_pools_have_their_own_phases():
+    b = budget(placement={"mode": "split", "pools": [
+        {"name": "train", "gpus_per_node": 4, "roles": ["policy", "reference"]},
+        {"name": "gen", "gpus_per_node": 4, "roles": ["rollout"]}]})
+    gen = [p.phase for p in b.phases if p.pool == "gen"]
+    assert gen and "actor_update" not in gen
+    assert {p.name for p in b.pools} == {"train", "gen"}
+
+
+def test_host_ram_can_be_the_binding_limit():
+    b = budget(policy__model="Qwen2.5-72B-Instruct", memory__param_offload=True, memory__optimizer_offload=True,
+               hardware__host_memory_gb=64, rollout__tp=8)
+    assert not b.host.fits and not b.fits
+
+
+# ----------------------------------------------------------------------------- fixes
+
+
+def test_fix_ladder_uses_framework_keys_and_reports_new_peaks():
+    b = budget(data__micro_batch_size_per_gpu=64)
+    assert not b.fits and b.fixes
+    assert all(k.startswith(("actor_rollout_ref.", "trainer.")) for f in b.fixes for k in f.settings)
+    first = b.fixes[0]
+    assert first.new_peak_gib < b.peak_gib()
+    # re-applying the first fix to the plan reproduces its new peak
+    from advisor.memory.fixes import apply_fix, fix_table
+
+    row = next(r for r in fix_table() if r["id"] == first.id)
+    fixed, _ = apply_fix(plan_from_dict(base(data__micro_batch_size_per_gpu=64)), row)
+    assert budget_memory(fixed).peak_gib() == pytest.approx(first.new_peak_gib, abs=0.01)
+
+
+def test_fix_ladder_for_openrlhf_speaks_dotted_flags():
+    b = budget(framework="openrlhf", policy__model="Qwen2.5-14B-Instruct", memory__zero_stage=2,
+               memory__rollout_memory_fraction=0.9, data__micro_batch_size_per_gpu=8)
+    assert not b.fits
+    keys = {k for f in b.fixes for k in f.settings}
+    assert keys and all(k.startswith("--") for k in keys)
+    assert "--ds.zero_stage" in keys or "--ds.adam_offload" in keys
+
+
+def test_fitting_plan_has_no_fixes_and_text_table():
+    b = budget(memory__param_offload=True, memory__optimizer_offload=True)
+    assert b.fits and b.fixes == []
+    text = b.to_text()
+    assert "FITS" in text and "actor_update" in text and "Host RAM" in text
+
+
+def test_unknown_gpu_is_a_field_error():
+    with pytest.raises(AdvisorError) as e:
+        budget(hardware__gpu="H1000")
+    assert e.value.problems[0].field == "hardware.gpu"
+
+
+# ----------------------------------------------------------------------------- faces
+
+
+def test_cli_json_and_plot(tmp_path):
+    plan = tmp_path / "plan.yaml"
+    import yaml
+
+    plan.write_text(yaml.safe_dump(base()))
+    out = subprocess.run([sys.executable, "-m", "rl_advisor", "budget-memory", "--plan", str(plan), "--json"],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    parsed = MemoryBudget.model_validate(json.loads(out.stdout))
+    assert parsed.pools[0].binding_phase
+    prefix = tmp_path / "pic" / "mem"
+    res = subprocess.run([sys.executable, "-m", "rl_advisor", "memory-check", "--plan", str(plan), "--plot", str(prefix)],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert res.returncode in (0, 1), res.stderr
+    png, svg = prefix.with_suffix(".png"), prefix.with_suffix(".svg")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert b"<svg" in svg.read_bytes()[:2000] and b"actor" in svg.read_bytes()
