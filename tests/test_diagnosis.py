@@ -400,3 +400,9 @@ def test_run_directory_reads_metrics_once_and_scans_logs(tmp_path: Path) -> None
     assert diag.points_read == len(rows)  # the console dicts are not counted twice
     cats = [f.category for f in diag.findings]
     assert "entropy_collapse" in cats and "oom_gpu" in cats
+
+
+def test_description_calling_it_normal_is_not_an_alarm() -> None:
+    diag = diagnose_text("# KL spikes in the first steps are expected with a fresh reference\n")
+    assert [(f.category, f.severity) for f in diag.findings] == [("kl_explosion", "info")]
+    assert diag.status == "healthy"

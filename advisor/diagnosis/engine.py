@@ -179,7 +179,11 @@ class DiagnosisSession:
             cause = (f"The rendezvous address {ip} is a docker-bridge/loopback address that other nodes cannot "
                      f"reach. {cause}")
         summary = f"{tax[hit.category]['title']}: {first[:160]}" if first else tax[hit.category]["title"]
-        return Finding(category=hit.category, title=tax[hit.category]["title"], severity=hit.severity,
+        severity = hit.severity
+        if hit.benign_prose and hit.category not in ("healthy", "healthy_false_alarm"):
+            severity = "info"  # the description itself calls it expected
+            cause = f"Described as expected/normal in the input; verify with the metrics. {cause}"
+        return Finding(category=hit.category, title=tax[hit.category]["title"], severity=severity,
                        rule=hit.id, summary=summary, evidence=evidence, likely_cause=cause,
                        fixes=make_fixes(row.get("fixes"), framework), source=row.get("source", ""))
 

@@ -102,8 +102,13 @@ def check_nonfinite(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | None
 
 def check_entropy_collapse(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | None:
     vals = ctx.values("entropy")
-    if len(vals) < p["min_points"]:
+    if not vals:
         return None
+    if len(vals) < p["min_points"]:
+        if len(vals) == 2 and vals[1] < p["floor"] and vals[0] > 2 * p["floor"]:  # two points: the floor only
+            return [RuleHit("error", f"Policy entropy fell from {_fmt(vals[0])} to {_fmt(vals[1])} "
+                                     f"(< {p['floor']}).", [ctx.evidence("entropy")])]
+        return []
     start, end = levels(vals)
     if start <= 0:
         return []

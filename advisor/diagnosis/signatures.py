@@ -46,9 +46,17 @@ class SigHit:
     prose_lines: list[tuple[int, str]] = field(default_factory=list)
     groups: dict[str, str] = field(default_factory=dict)
     note: str = ""
+    alarming_prose: int = 0  # prose matches that do not call the behaviour expected/normal
+
+    @property
+    def benign_prose(self) -> bool:
+        """Only descriptions that call it expected/normal ("KL spikes early are normal")."""
+        return not self.log_lines and self.count > 0 and self.alarming_prose == 0
 
     def add(self, line_no: int, text: str, prose: bool, groups: dict[str, str] | None = None) -> None:
         self.count += 1
+        if prose and not _BENIGN.search(text):
+            self.alarming_prose += 1
         target = self.prose_lines if prose else self.log_lines
         if len(target) < MAX_LINES_KEPT:
             target.append((line_no, text[:300]))
@@ -66,6 +74,9 @@ class SigHit:
     def prose_only(self) -> bool:
         return not self.log_lines
 
+
+_BENIGN = re.compile(r"(?i)\b(?:expected|is normal|are normal|normal behaviou?r|by design|harmless|benign|"
+                     r"not a (?:problem|failure|bug)|nothing to worry|intended)\b")
 
 _FRAMEWORK_HINTS = (
     ("verl", ("verl.", "/verl/", "verl ", "main_ppo", "taskrunner", "workerdict", "actor_rollout_ref")),
