@@ -230,3 +230,13 @@ def test_tables_match_the_framework_schemas(shared_dir):
             for key in keys:
                 ok = {"verl": verl, "openrlhf": orl, "trl": trl}[framework]
                 assert key in ok, (row["id"], framework, key)
+
+
+def test_worst_case_lengths_get_a_combined_fix_in_verl_keys():
+    """Without typical lengths the 14B search point is budgeted at max lengths and does not fit; no
+    single rung fixes it, so the ladder leads with a combination that does (in veRL keys)."""
+    r = budget_memory_from_config(VERL_LORA_14B, gpu="H100")
+    assert not r.budget.fits
+    first = r.budget.fixes[0]
+    assert first.id.startswith("combined:") and first.fits_after
+    assert all(k.startswith("actor_rollout_ref.") or k.startswith("trainer.") for k in first.settings)

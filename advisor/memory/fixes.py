@@ -139,9 +139,62 @@ def rank_fixes(plan: Plan, budget: MemoryBudget) -> list[Fix]:
                   cost=row.get("cost", ""), source=row.get("source", ""))
         found.append((0 if after.fits else 1, order, new_worst, fix))
     found.sort(key=lambda x: (x[0], x[1] if x[0] == 0 else 0, x[2]))
+    fixes = [f for _, _, _, f in found]
+    if not any(f.fits_after for f in fixes):
+        combo = _combined(plan, budget)
+        if combo is not None:
+            fixes.insert(0, combo)
     out = []
-    for i, (_, _, _, fix) in enumerate(found[:MAX_FIXES], start=1):
+    for i, fix in enumerate(fixes[:MAX_FIXES], start=1):
         fix.rank = i
         out.append(fix)
     _ = base_peak
     return out
+
+
+def _overrun(b: MemoryBudget) -> float:
+    return max(p.peak_gib - p.capacity_gib for p in b.pools) if b.pools else 0.0
+
+
+def _combined(plan: Plan, budget: MemoryBudget, max_steps: int = 5) -> Fix | None:
+    """When no single rung fits: apply rungs greedily (largest drop of the worst pool's overrun
+    first) until the plan fits or nothing helps; one Fix with all their settings together."""
+    from advisor.memory.ledger import build_ledger
+
+    fw = plan.framework.value
+    current, cur_budget = plan, budget
+    used: list[dict[str, Any]] = []
+    settings: dict[str, str] = {}
+    changes: dict[str, str] = {}
+    for _ in range(max_steps):
+        best = None
+        for row in fix_table():
+            keys = (row.get("keys") or {}).get(fw)
+            if not keys or row in used:
+                continue
+            applied = apply_fix(current, row)
+            if applied is None:
+                continue
+            try:
+                after = build_ledger(applied[0])
+            except AdvisorError:
+                continue
+            gain = _overrun(cur_budget) - _overrun(after)
+            if gain > MIN_GAIN_GIB and (best is None or gain > best[0]):
+                best = (gain, row, applied, after)
+        if best is None:
+            break
+        _, row, (current, change), cur_budget = best
+        used.append(row)
+        changes.update(change)
+        first_new = next(iter(change.values()))
+        settings.update({k: _render_value(str(v), first_new, fw) for k, v in row["keys"][fw].items()})
+        if cur_budget.fits:
+            break
+    if len(used) < 2:
+        return None
+    return Fix(rank=0, id="combined:" + "+".join(r["id"] for r in used), framework=plan.framework,
+               settings=settings, plan_change=changes,
+               what="no single change fits; together: " + "; ".join(r["what"] for r in used),
+               new_peak_gib=round(cur_budget.peak_gib(), 2), fits_after=cur_budget.fits,
+               cost="; ".join(r.get("cost", "") for r in used), source="; ".join(r.get("source", "") for r in used))
