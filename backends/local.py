@@ -114,6 +114,7 @@ class LocalBackend:
     def status(self, record: RunRecord) -> RunStatus:
         run_dir = Path(record.run_dir)
         exit_file = run_dir / "exit.json"
+        _reap()
         if exit_file.is_file():
             try:
                 info = json.loads(exit_file.read_text(encoding="utf-8"))

@@ -73,6 +73,19 @@ def test_dpo_on_cpu_preferences_learned(workspace: dict[str, Path]) -> None:
     assert margins[-1] > margins[0]
 
 
+def _live_group_members(pgid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                out.append(int(entry.name))
+    return out
+
+
 def _trainer_pid(run_dir: Path, timeout: float = 60) -> int:
     """The python process running train.py inside the run's process group."""
     runner = json.loads((run_dir / "runner.json").read_text())
@@ -107,9 +120,8 @@ def test_trainer_killed_mid_run_fails_with_reason_and_keeps_metrics(workspace: d
     m = run_metrics(res.run_id)
     assert m.points >= 5 and m.last_step >= 5  # metrics so far are kept
     # nothing of the run is left running
-    runner = json.loads((Path(res.run_dir) / "runner.json").read_text())
-    with pytest.raises(ProcessLookupError):
-        os.killpg(runner["runner_pid"], 0)
+    pgid = json.loads((Path(res.run_dir) / "runner.json").read_text())["runner_pid"]
+    assert _live_group_members(pgid) == []
 
 
 def _rpc(proc: subprocess.Popen, msg: dict) -> dict | None:
@@ -136,7 +148,7 @@ def test_server_sigkilled_mid_run_leaves_registry_intact_and_run_trackable(
             "clientInfo": {"name": "test", "version": "0"}}})
         assert "result" in init
         _rpc(server, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        plan = tinymodel.toy_plan(workspace, "dpo", steps=150, name="toy-dpo-orphan")
+        plan = tinymodel.toy_plan(workspace, "dpo", steps=40, name="toy-dpo-orphan")
         reply = _rpc(server, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "launch_run", "arguments": {"plan": plan.model_dump(mode="json", exclude_none=True),
                                                 "confirm": True}}})
@@ -160,7 +172,7 @@ def test_server_sigkilled_mid_run_leaves_registry_intact_and_run_trackable(
     reg = RunRegistry()
     assert reg.integrity_check() == "ok"
     rec = reg.get(run_id)
-    assert rec.plan_yaml == plan_to_yaml(tinymodel.toy_plan(workspace, "dpo", steps=150, name="toy-dpo-orphan"))
+    assert rec.plan_yaml == plan_to_yaml(tinymodel.toy_plan(workspace, "dpo", steps=40, name="toy-dpo-orphan"))
     assert rec.backend_ids["pid"] and rec.artifacts and (run_dir / "console.log").exists()
     cli = [sys.executable, "-m", "rl_advisor.cli"]
     out = subprocess.run(cli + ["run-status", "--run-id", run_id, "--json"], capture_output=True,
@@ -179,6 +191,6 @@ def test_server_sigkilled_mid_run_leaves_registry_intact_and_run_trackable(
     assert state == "succeeded"
     out = subprocess.run(cli + ["run-metrics", "--run-id", run_id, "--json"], capture_output=True,
                          text=True, env=os.environ, timeout=60)
-    assert json.loads(out.stdout)["points"] == 150
+    assert json.loads(out.stdout)["points"] == 40
     history = [e.state for e in RunRegistry().get(run_id).history]
     assert history[0] == RunState.PENDING and history[-1] == RunState.SUCCEEDED
