@@ -406,3 +406,16 @@ def test_description_calling_it_normal_is_not_an_alarm() -> None:
     diag = diagnose_text("# KL spikes in the first steps are expected with a fresh reference\n")
     assert [(f.category, f.severity) for f in diag.findings] == [("kl_explosion", "info")]
     assert diag.status == "healthy"
+
+
+def test_on_policy_clipping_means_logprob_mismatch() -> None:
+    from advisor.plan import Plan, RoleModel
+
+    rows = [{"actor/pg_clipfrac": 0.03, "actor/ppo_kl": 0.02, "critic/score/mean": 0.4} for _ in range(6)]
+    text = _verl_lines(rows)
+    assert "rollout_train_logprob_mismatch" not in _categories(text)  # off-policy epochs are possible
+    plan = Plan(policy=RoleModel(model="Qwen2.5-7B-Instruct"))
+    plan.algorithm.epochs_per_batch = 1
+    assert _categories(text, plan).get("rollout_train_logprob_mismatch") == "warning"
+    plan.algorithm.epochs_per_batch = 2
+    assert "rollout_train_logprob_mismatch" not in _categories(text, plan)

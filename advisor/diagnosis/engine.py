@@ -102,7 +102,8 @@ class DiagnosisSession:
         self._finished = True
         framework = self._framework()
         ctx = RuleContext(self.store, framework=framework,
-                          max_response_length=_plan_attr(self.plan, "data", "max_response_length"))
+                          max_response_length=_plan_attr(self.plan, "data", "max_response_length"),
+                          on_policy=_on_policy(self.plan))
         findings: list[Finding] = []
         checks: list[Check] = []
         tax = taxonomy()
@@ -195,6 +196,14 @@ def _plan_attr(plan: object | None, *path: str) -> int | None:
             return None
         obj = getattr(obj, name, None)
     return obj if isinstance(obj, int) else None
+
+
+def _on_policy(plan: object | None) -> bool | None:
+    """One PPO epoch over the batch and one optimizer step per batch: old == new policy."""
+    if plan is None or not getattr(plan, "is_online", False):
+        return None
+    data, algo = plan.data, plan.algorithm  # type: ignore[attr-defined]
+    return algo.epochs_per_batch == 1 and data.mini_batch_size in (None, data.train_batch_size)
 
 
 def _evidence_kind(f: Finding) -> str:

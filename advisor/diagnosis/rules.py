@@ -495,6 +495,19 @@ def check_logprob_mismatch(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit]
             hits.append(RuleHit("warning", f"Mean rollout-vs-trainer probability difference is {_fmt(recent)}"
                                            + (" and rising" if tr is not None and tr.direction == "up" else "") + ".",
                                 [ctx.evidence("logprob_diff_mean")]))
+    if ctx.on_policy:
+        clip, pkl = ctx.values("pg_clip_frac"), ctx.values("ppo_kl")
+        if clip or pkl:
+            seen = True
+            c1 = levels(clip)[1] if clip else 0.0
+            k1 = levels([abs(v) for v in pkl])[1] if pkl else 0.0
+            if c1 > p["onpolicy_clip"] or k1 > p["onpolicy_kl"]:
+                hits.append(RuleHit("warning", f"The run is on-policy (one PPO epoch, mini-batch = batch) yet "
+                                               f"pg_clipfrac is {_fmt(c1)} and |ppo_kl| {_fmt(k1)}: old and new "
+                                               "log-probs of the same weights differ.",
+                                    [ctx.evidence(n) for n, v in (("pg_clip_frac", clip), ("ppo_kl", pkl)) if v],
+                                    cause="different micro-batch sizes or kernels for the old-log-prob pass and the "
+                                          "update change bf16 results (verl #6280)"))
     isr = ctx.values("is_ratio_mean")
     if isr:
         seen = True
