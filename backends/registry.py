@@ -6,6 +6,9 @@ not at all), WAL lets readers proceed while one process writes, and the file sur
 of any writer. The status history is append-only (one row per observation) so how a run ended
 is never overwritten; ``runs.state`` is the latest row, updated in the same transaction.
 
+Secrets never reach a row: every record and status message passes through
+``rl_advisor.secrets.scrub`` on the way in.
+
 Failure modes are reported, not hidden: a registry held locked by another process past
 ``busy_timeout`` raises ``RegistryLocked``; a full disk raises ``RegistryFull`` and the
 transaction is rolled back, so no half-written record is left.
@@ -215,7 +218,7 @@ class RunRegistry:
 
     def create(self, record: RunRecord, *, source: str = "launch") -> RunRecord:
         """Insert a run and its first status row in one transaction."""
-        data = record.model_dump(mode="json", exclude={"history"})
+        data = _scrub(record.model_dump(mode="json", exclude={"history"}))
         cols = list(data)
         values = [json.dumps(data[c], sort_keys=True) if c in _JSON_COLUMNS else data[c] for c in cols]
         with self._write() as conn:
@@ -246,6 +249,7 @@ class RunRegistry:
                                (run_id,)).fetchone()
             if row is None:
                 raise RunNotFound(f"no run with id {run_id!r}")
+            message = _scrub(message)
             current = RunState(row["state"])
             if current.terminal and not force:
                 return False
@@ -306,6 +310,15 @@ class RunRegistry:
         if with_history:
             data["history"] = self.history(data["run_id"])
         return RunRecord.model_validate(data)
+
+
+def _scrub(obj: Any) -> Any:
+    """Secrets (token values, secret-named env entries) never reach a registry row."""
+    try:
+        from rl_advisor.secrets import scrub
+    except ImportError:  # pragma: no cover - secrets module absent from a partial install
+        return obj
+    return scrub(obj)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -122,3 +122,17 @@ def test_registry_uses_wal_in_the_data_dir(tmp_path: Path) -> None:
     assert reg.path.parent == Path(__import__("os").environ["RL_ADVISOR_HOME"])
     mode = reg._connect().execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
+
+
+def test_secrets_never_reach_a_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "hf_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7"
+    monkeypatch.setenv("HF_TOKEN", secret)
+    reg = RunRegistry(tmp_path / "r.db")
+    rec = reg.create(_record(plan_yaml=f"env:\n  HF_TOKEN: {secret}\n",
+                             artifacts=[{"name": "run.sh", "content": f"export HF_TOKEN={secret}\n"}],
+                             options={"WANDB_API_KEY": "0123456789abcdef0123456789abcdef01234567"}))
+    reg.set_status(rec.run_id, RunState.FAILED, f"Traceback ... token {secret} rejected")
+    raw = (tmp_path / "r.db").read_bytes() + b"".join(
+        p.read_bytes() for p in tmp_path.glob("r.db-wal"))
+    assert secret.encode() not in raw and b"0123456789abcdef0123456789abcdef01234567" not in raw
+    assert "<redacted>" in reg.get(rec.run_id).message
