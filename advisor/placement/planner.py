@@ -27,6 +27,8 @@ from advisor.plan import Plan
 
 MEMORY_SOURCE_FULL = "budget_memory (advisor.memory, phase-resolved ledger)"
 MEMORY_SOURCE_LOWER = "model-states lower bound (advisor.memory not available)"
+MEMORY_CHECK_LIMIT = 400
+"""Memory is checked in rank order; past this many failures the slower rest is not checked."""
 
 
 # --------------------------------------------------------------------------- memory: one switchable call
@@ -235,9 +237,15 @@ def plan_placement(plan: Plan, price_per_gpu_hour: float | None = None, steps: i
     scored.sort(key=lambda x: (x[0], x[1] != "as given"))
     ranked: list[Candidate] = []
     memory_source = MEMORY_SOURCE_LOWER
+    checked = 0
     for step_s, label, cand, t in scored:
         if len(ranked) >= top_k:
             break
+        if checked >= MEMORY_CHECK_LIMIT:
+            reject("memory_not_checked", f"stopped after the {MEMORY_CHECK_LIMIT} fastest candidates failed the "
+                   "memory budget", label)
+            continue
+        checked += 1
         fits, mem, memory_source = memory_verdict(cand)
         if not fits:
             worst = min(mem, key=lambda m: m.headroom_gib) if mem else None
