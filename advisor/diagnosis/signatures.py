@@ -150,6 +150,7 @@ class SignatureScanner:
         self._ratio_before: dict[str, tuple[int, int]] = {}
         self.ratios: list[dict[str, Any]] = []
         self.gpu_oom: list[tuple[int, str, int | None]] = []  # (line, text, phase index)
+        self.oom_frames: list[tuple[int, str]] = []  # the frames that name the OOM's phase
         self.gpu_oom_prose: list[tuple[int, str]] = []
         self.host_oom_prose: list[tuple[int, str]] = []
         self.phase_first: dict[int, tuple[int, str]] = {}
@@ -200,7 +201,10 @@ class SignatureScanner:
         if any(tr in low for tr in self._gpu_triggers) and any(p.search(t) for p in self._gpu_patterns):
             if not self._host_words.search(t) or "cuda" in low:
                 if len(self.gpu_oom) < MAX_LINES_KEPT:
-                    self.gpu_oom.append((line_no, t[:300], self._phase_before(phases)))
+                    phase = self._phase_before(phases)
+                    self.gpu_oom.append((line_no, t[:300], phase))
+                    if phase is not None and not self.oom_frames:
+                        self.oom_frames = [(n, text) for n, text, ph in self._ring if phase in ph][-3:]
         elif ("oom" in low or "out of memory" in low) and any(p.search(t) for p in self._prose_oom) \
                 and not self._prose_exclude.search(t):
             target = self.host_oom_prose if self._host_words.search(t) else self.gpu_oom_prose
@@ -281,9 +285,11 @@ class SignatureScanner:
             hit = self._oom_hit(category)
             for n, text, _ in self.gpu_oom:
                 hit.add(n, text, False)
+            for n, text in self.oom_frames:
+                hit.add(n, text, False)
             if phase is not None:
-                n, text = self.phase_first.get(phase, (0, ""))
-                hit.note = f"phase from the frames before the OOM line (first marker at line {n})"
+                lines = ", ".join(str(n) for n, _ in self.oom_frames)
+                hit.note = f"phase from the traceback frames before the OOM line (lines {lines})"
             out.append(hit)
         elif self.gpu_oom_prose and not host_logged:
             phase = min(self.phase_first) if self.phase_first else None
