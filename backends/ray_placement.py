@@ -47,12 +47,10 @@ def connect(address: str | None = None) -> Any:
     return ray
 
 
-_ensure_connected = connect
-
 
 def live_cluster_shape(address: str | None = None) -> ClusterShape:
     """The cluster as Ray sees it: alive nodes, and the smallest node's GPUs and CPUs."""
-    ray = _ensure_connected(address)
+    ray = connect(address)
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     if not nodes:
         raise AdvisorError("the Ray cluster has no alive node", field="address", value=address)
@@ -79,7 +77,7 @@ def create_placement_groups(rplan: RayResourcePlan, *, address: str | None = Non
     """
     if check:
         refuse_if_infeasible(rplan)
-    ray = _ensure_connected(address)
+    ray = connect(address)
     from ray.util.placement_group import placement_group, placement_group_table
 
     out = []
@@ -109,7 +107,7 @@ def create_placement_groups(rplan: RayResourcePlan, *, address: str | None = Non
 
 def remove_placement_groups(prefix: str = "rl-advisor", address: str | None = None) -> int:
     """Remove every live placement group whose name starts with ``prefix``; returns how many."""
-    ray = _ensure_connected(address)
+    connect(address)
     from ray.util.placement_group import get_placement_group, placement_group_table, remove_placement_group
 
     removed = 0

@@ -370,3 +370,19 @@ def test_core_and_ray_backend_import_without_heavy_modules() -> None:
             "heavy = [m for m in ('ray', 'torch', 'kubernetes', 'transformers') if m in sys.modules]; "
             "assert not heavy, heavy")
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+
+
+def test_memory_check_falls_back_to_a_lower_bound_without_budget_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memory check is one switchable call: without advisor.memory it uses model states only."""
+    import sys
+
+    from advisor.placement.planner import MEMORY_SOURCE_LOWER, memory_verdict
+
+    monkeypatch.setitem(sys.modules, "advisor.memory", None)  # import fails -> fallback
+    fits, pools_, source = memory_verdict(_colocated())
+    assert source == MEMORY_SOURCE_LOWER and fits
+    assert pools_[0].source == "model_states_lower_bound" and pools_[0].peak_gib > 10  # 7.6B x 16 B / 8
+    big = make(policy=RoleModel(model="Qwen2.5-72B"), placement=Placement(
+        mode="colocated", pools=pools(("all", 1, 8, ["policy", "reference", "rollout"]))))
+    fits, pools_, _ = memory_verdict(big)
+    assert not fits and pools_[0].headroom_gib < 0  # 72B x 16 B / 8 = 145 GB > 80 GiB

@@ -407,6 +407,3 @@ def time_cases(doc: dict[str, Any], extra_models: dict[str, dict[str, Any]] | No
         out += _rowwise(adapter, case, extra)
     return out
 
-
-def _ceil(x: float) -> int:
-    return int(math.ceil(x))

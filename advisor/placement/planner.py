@@ -238,7 +238,7 @@ def plan_placement(plan: Plan, price_per_gpu_hour: float | None = None, steps: i
     ranked: list[Candidate] = []
     memory_source = MEMORY_SOURCE_LOWER
     checked = 0
-    for step_s, label, cand, t in scored:
+    for _step_s, label, cand, t in scored:
         if len(ranked) >= top_k:
             break
         if checked >= MEMORY_CHECK_LIMIT:

@@ -64,11 +64,6 @@ def check(rule_id: str) -> Callable[[Check], Check]:
     return deco
 
 
-def _pool_index(ctx: Context, pool: Pool) -> int:
-    return next(i for i, p in enumerate(ctx.plan.placement.pools) if p.name == pool.name) \
-        if ctx.plan.placement.pools else 0
-
-
 # --------------------------------------------------------------------------- checks
 
 

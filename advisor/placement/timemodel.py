@@ -438,7 +438,6 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None) -> StepTim
     recompute = mk.recompute == "full"
     lora = mk.lora_rank > 0
     k_train = (4.0 if lora else 6.0) + (2.0 if recompute else 0.0)
-    grad_bytes_full = (pol.params * 4.0) if not lora else 0.0
     eta_f, eta_t = f["forward_mfu"], f["train_mfu"]
 
     def pool_or_fail(role: str) -> Pool:
@@ -531,7 +530,6 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None) -> StepTim
     train("policy", "actor_update")
     if "critic" in roles:
         train("critic", "critic_update")
-    _ = grad_bytes_full
 
     # ---- weight sync
     if rollout_pool is not None:
