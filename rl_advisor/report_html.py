@@ -69,6 +69,9 @@ def _draw(plt, name: str, steps: list[int], values: list[float],
             lo, hi = getattr(ev, "step_first", None), getattr(ev, "step_last", None)
             if lo is not None and hi is not None and hi > lo:
                 ax.axvspan(lo, hi, color=color, alpha=0.08)
+            at, vals = getattr(ev, "steps", []), getattr(ev, "values", [])
+            if at and len(at) == len(vals):  # the exact points the finding names (spikes)
+                ax.scatter(at, vals, s=40, facecolors="none", edgecolors=color, linewidths=1.5, zorder=3)
             if finite:
                 x_last, y_last = finite[-1]
                 ax.annotate(f"#{num} {finding.category}", xy=(x_last, y_last), xytext=(-8, 8 + 12 * (num % 3)),

@@ -28,6 +28,8 @@ class Evidence(BaseModel):
     step_first: int | None = None
     step_last: int | None = None
     values: list[float] = Field(default_factory=list, description="Representative values, in order.")
+    steps: list[int] = Field(default_factory=list,
+                             description="When set, the step of each value (spikes, first NaN).")
     lines: list[LogLine] = Field(default_factory=list)
     note: str = ""
 

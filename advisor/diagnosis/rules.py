@@ -41,14 +41,18 @@ class RuleContext:
         s = self.series(name)
         return s.buckets()[1] if s is not None else []
 
-    def evidence(self, name: str, note: str = "", values: list[float] | None = None) -> Evidence:
+    def evidence(self, name: str, note: str = "", values: list[float] | None = None,
+                 steps: list[int] | None = None) -> Evidence:
         s = self.store.get(name)
         if s is None:
             return Evidence(kind="metric", metric=name, note=note)
-        steps, means, _, _ = s.buckets()
+        means = s.buckets()[1]
         vals = values if values is not None else _sample(means)
-        return Evidence(kind="metric", metric=name, key=s.key, step_first=steps[0] if steps else s.first_step,
-                        step_last=s.last_step, values=[_round(v) for v in vals], note=note)
+        at = list(steps) if steps else []
+        steps_all = s.buckets()[0]
+        return Evidence(kind="metric", metric=name, key=s.key,
+                        step_first=steps_all[0] if steps_all else s.first_step,
+                        step_last=s.last_step, values=[_round(v) for v in vals], steps=at, note=note)
 
     def components(self) -> list[str]:
         return [n for n in self.store.names() if n.startswith("reward_component:")]
@@ -221,7 +225,7 @@ def check_kl_explosion(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | N
         if idx:
             hits.append(RuleHit("error", f"{s.key} spiked {len(idx)} time(s) to >{p['factor']:g}x its running "
                                          f"median (max {_fmt(max(maxs[i] for i in idx))} at step {steps[idx[0]]}).",
-                                [ctx.evidence(name, values=[maxs[i] for i in idx[:8]],
+                                [ctx.evidence(name, values=[maxs[i] for i in idx[:8]], steps=[steps[i] for i in idx[:8]],
                                               note=f"spike steps {[steps[i] for i in idx[:8]]}")]))
         elif recent > p["kl_level"] or max(maxs) > 100 * p["kl_level"]:
             what = "Per-token KL to the reference" if name == "kl" else "KL between old and new policy (ppo_kl)"
@@ -447,7 +451,7 @@ def check_grad_spikes(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | No
         return []
     return [RuleHit("warning", f"grad_norm spiked {len(idx)} time(s) above {p['factor']:g}x its running median "
                                f"(max {_fmt(max(maxs[i] for i in idx))}).",
-                    [ctx.evidence("grad_norm", values=[maxs[i] for i in idx[:8]],
+                    [ctx.evidence("grad_norm", values=[maxs[i] for i in idx[:8]], steps=[steps[i] for i in idx[:8]],
                                   note=f"spike steps {[steps[i] for i in idx[:8]]}")])]
 
 
