@@ -260,3 +260,33 @@ def test_cli_json_and_plot(tmp_path):
     png, svg = prefix.with_suffix(".png"), prefix.with_suffix(".svg")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert b"<svg" in svg.read_bytes()[:2000] and b"actor" in svg.read_bytes()
+
+
+def test_mcp_tools_in_process():
+    """budget_memory / import_config / budget_memory_from_config over the MCP protocol (in-process
+    client): structured results that validate as the output models, field-named errors."""
+    import asyncio
+
+    from mcp import Client
+
+    from advisor.importers import ImportResult
+    from rl_advisor.mcp_server import build_server
+
+    async def run():
+        async with Client(build_server()) as c:
+            names = {t.name for t in (await c.list_tools()).tools}
+            assert {"budget_memory", "import_config", "budget_memory_from_config"} <= names
+            r = await c.call_tool("budget_memory", {"plan": base()})
+            assert not r.is_error
+            MemoryBudget.model_validate(r.structured_content)
+            cmd = ("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo "
+                   "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct trainer.n_gpus_per_node=1")
+            r = await c.call_tool("import_config", {"text": cmd})
+            assert not r.is_error
+            assert ImportResult.model_validate(r.structured_content).plan.policy.model == "Qwen2.5-0.5B-Instruct"
+            r = await c.call_tool("budget_memory_from_config", {"text": cmd, "gpu": "A100"})
+            assert not r.is_error and r.structured_content["budget"]["gpu"].startswith("A100")
+            r = await c.call_tool("budget_memory_from_config", {"text": cmd, "gpu": "Z9"})
+            assert r.is_error and "hardware.gpu" in str(r.content)
+
+    asyncio.run(run())

@@ -76,6 +76,11 @@ def import_verl(text: str) -> ImportResult:
     for path, value in DEFAULTS.items():
         if b.get(path) is None:
             b.set(path, value)
+            if path == "rollout.tp" and (b.get("hardware.gpus_per_node") or 8) < value:
+                gpn = b.get("hardware.gpus_per_node")
+                b.set(path, gpn)
+                b.notes.append(f"rollout tensor_model_parallel_size unset: veRL's default {value} exceeds the "
+                               f"{gpn} GPU(s) per node (veRL would refuse); imported as {gpn}")
     _resolve(b)
     return b.build()
 
