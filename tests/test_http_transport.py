@@ -259,3 +259,13 @@ def test_cli_refuses_public_bind_without_usable_token(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "refusing to start" in proc.stderr
     assert listening_addresses(port) == set()
+
+
+def test_load_100_concurrent_clients_zero_errors() -> None:
+    """benchmarks/http_load.py, bounded: 100 clients at once, one call each, on both servers."""
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "http_load.py"
+    proc = subprocess.run([sys.executable, str(bench), "--clients", "100", "--calls", "1",
+                           "--procs", "2", "--timeout", "200"], capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    done = next(line for line in proc.stdout.splitlines() if line.startswith("calls done"))
+    assert done.split()[2:4] == ["100.0", "100.0"], proc.stdout
