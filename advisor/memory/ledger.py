@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.errors import AdvisorError
 from advisor.memory.constants import const
 from advisor.memory.engines import (EngineFootprint, hf_generate_footprint, sglang_footprint,
                                     vllm_footprint)
@@ -26,7 +25,7 @@ from advisor.memory.roles import RoleSetup, backend_of, state_bytes
 from advisor.memory.terms import (GIB, backward_working_bytes_per_token,
                                   forward_working_bytes_per_token, logits_bytes, param_parts,
                                   stored_activation_bytes_per_token)
-from advisor.plan import Framework, Method, Plan, Pool, RoleModel
+from advisor.plan import Framework, Method, Plan, RoleModel
 from advisor.plan_check import resident_roles
 
 TRAINER_ROLES = ("policy", "reference", "reward", "critic")
@@ -200,8 +199,7 @@ def _compute_terms(plan: Plan, r: RoleSetup, training: bool, tokens: float, tok_
                    logits: bool, entropy: bool) -> list[Term]:
     """Transient terms while a role computes: gathered units, activations, logits buffer."""
     out: list[Term] = []
-    base = r if not r.shares_weights_with else r
-    g = base.gathered_gib(training)
+    g = r.gathered_gib(training)
     if g:
         out.append(Term(name=f"{r.name}.gathered", role=r.name, kind="buffers", gib=g,
                         formula="all-gathered bf16 unit(s) + root unit" if r.backend == "fsdp"
@@ -229,8 +227,6 @@ def _compute_terms(plan: Plan, r: RoleSetup, training: bool, tokens: float, tok_
         out.append(Term(name=f"{r.name}.logits", role=r.name, kind="logits", gib=lb / GIB,
                         formula=f"{how}: tokens x vocab {s.vocab_size} x {bpe:g} B"
                         + (" (incl. entropy)" if entropy else "")))
-    if training and r.lora_rank:
-        pass  # adapter states are counted with the optimizer/grads terms
     return out
 
 
@@ -411,8 +407,7 @@ def build_ledger(plan: Plan) -> MemoryBudget:
                 st["rollout"] = es
             tokens, note = micro_tokens(plan, active)
             ts += _state_terms(active, "active", training=False)
-            ts += _compute_terms(plan, active if not r.shares_weights_with else active, False, tokens, note,
-                                 logits=logits, entropy=False)
+            ts += _compute_terms(plan, active, False, tokens, note, logits=logits, entropy=False)
             pool_phases.append(_phase(name, pool, st, sys_terms + ts + ets, cap))
 
         if plan.is_online:
@@ -511,9 +506,3 @@ def _host_terms(ph: PhaseLedger, here: dict[str, RoleSetup], engine: EngineFootp
         out.append(HostTerm(name="pinned_staging", gib=round(offloaded * const("pinned_staging_fraction"), 3),
                             formula=f"{const('pinned_staging_fraction'):g} x offloaded"))
     return out
-
-
-def ensure_plan(plan: Plan) -> Plan:
-    if not isinstance(plan, Plan):
-        raise AdvisorError("budget_memory needs a Plan", field="plan", value=type(plan).__name__)
-    return plan

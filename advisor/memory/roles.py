@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from advisor.memory.constants import const
-from advisor.memory.terms import GIB, ParamParts, StateBytes, lora_params, param_parts
+from advisor.memory.terms import GIB, ParamParts, StateBytes, lora_params
 from advisor.plan import Framework, MemoryKnobs, ModelSpec, Plan, RoleModel
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
