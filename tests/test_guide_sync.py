@@ -274,3 +274,36 @@ def test_prose_thresholds_are_diagnose_runs_thresholds(page, phrase, rule, param
     assert rule in rules, f"diagnosis_rules.yaml has no rule {rule}"
     actual = rules[rule]["params"][param]
     assert actual == value, f"guide/{page} says {phrase!r} but {rule}.{param} = {actual}"
+
+
+ROLE_ROWS = {"PPO": ["ppo"], "GRPO, DAPO, Dr.GRPO, GSPO, RLOO, REINFORCE++":
+             ["grpo", "dapo", "dr_grpo", "gspo", "rloo", "reinforce_pp"],
+             "DPO, KTO": ["dpo", "kto"], "ORPO, SimPO": ["orpo", "simpo"],
+             "Reward-model training": ["reward_model"], "Rejection sampling / best-of-n": ["rejection_sampling"],
+             "RLAIF / Constitutional AI": ["rlaif"]}
+
+
+def test_role_table_agrees_with_choose_methods_resident_roles():
+    """loop-and-roles.md §3 and method_rules.yaml agree on the critic, on whether a reference can be
+    resident, and on online (rollout engine) vs offline. Conditional cells ("when KL > 0") allow
+    either."""
+    methods = yaml.safe_load((DATA / "method_rules.yaml").read_text(encoding="utf-8"))["methods"]
+    rows = markdown_table_after((GUIDE / "loop-and-roles.md").read_text(encoding="utf-8"),
+                                "## 3. Which roles each method keeps resident")
+    header, body = rows[0], rows[1:]
+    col = {name: i for i, name in enumerate(header)}
+    assert set(ROLE_ROWS) == {r[0] for r in body}, {r[0] for r in body} ^ set(ROLE_ROWS)
+    for row in body:
+        for m in ROLE_ROWS[row[0]]:
+            facts = methods[m]
+            roles = set(facts["roles"]) | set(facts.get("roles_if_learned_reward", []))
+            critic, reference = row[col["critic"]], row[col["reference"]]
+            if critic.startswith(("✔", "✘")):
+                assert critic.startswith("✔") == ("critic" in roles), (row[0], m, "critic")
+            if reference.startswith("✘"):
+                assert "reference" not in roles, (row[0], m, "reference")
+            if reference.startswith("✔"):
+                assert "reference" in roles, (row[0], m, "reference")
+            # RLAIF and rejection sampling generate as an offline batch stage, not per step
+            if row[col["rollout engine"]] in ("✔", "✘") and m not in ("rlaif", "rejection_sampling"):
+                assert (row[col["rollout engine"]] == "✔") == facts["on_policy"], (row[0], m, "on_policy")
