@@ -268,7 +268,7 @@ def _phase(name: str, pool: PoolSetup, states: dict[str, State], terms: list[Ter
            cap: float, torch_phase: bool = True) -> PhaseLedger:
     """Sum a phase: a fragmentation reserve on the transient part, and in torch-allocator phases
     (everything but the rollout itself) the allocator reserve."""
-    transient = sum(t.gib for t in terms if t.kind in ("activations", "logits", "buffers"))
+    transient = sum(t.gib for t in terms if t.kind in ("activations", "logits"))
     frag = const("fragmentation_fraction") * transient
     if frag > 0:
         terms = terms + [Term(name="fragmentation", role="system", kind="system", gib=frag,

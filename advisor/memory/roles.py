@@ -146,7 +146,11 @@ class RoleSetup:
         (embedding + lm_head) gathered for the whole pass; in a full-parameter backward also one
         unit's unsharded fp32 gradient before reduce-scatter. ZeRO-3: current + prefetched layer in
         bf16 (DeepSpeed's largest_layer_memory counts params + grads, 4 bytes/param). Megatron and
-        ZeRO-0/1/2 compute on their resident parameters (no gather)."""
+        ZeRO-0/1/2 compute on their resident parameters (no gather). The unit count is multiplied
+        by gather_inflight_factor (all-gathers running ahead on their own stream)."""
+        return const("gather_inflight_factor") * self._gathered_units_gib(training)
+
+    def _gathered_units_gib(self, training: bool) -> float:
         layer = self.parts.largest_layer / self.tp
         root = (self.parts.embedding + self.parts.lm_head) / self.tp
         if self.backend == "fsdp":
