@@ -333,6 +333,13 @@ SIGNATURE_TABLE = [
     ('  File "/x/verl/workers/fsdp_workers.py", line 1, in compute_ref_log_prob\n'
      '  File "/x/verl/workers/actor/dp_actor.py", line 2, in compute_log_prob\n'
      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.00 GiB\n", "oom_ref_logprob"),
+    ('  File "/x/transformers/trainer.py", line 1, in training_step\n'
+     '  File "/x/trl/trainer/grpo_trainer.py", line 3, in _generate_and_score_completions\n'
+     "    old_per_token_logps, _ = self._get_per_token_logps_and_entropies(\n"
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB\n", "oom_actor_logprob"),
+    ('  File "/x/transformers/trainer.py", line 1, in training_step\n'
+     '  File "/x/trl/trainer/grpo_trainer.py", line 2, in compute_loss\n'
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB\n", "oom_actor_train"),
     ("(TaskRunner pid=1) dataset len: 10000\n(TaskRunner pid=1) filter dataset len: 2000\n", "data_filter_misconfig"),
     ("ValueError: train_batch_size (16) must be >= actor.ppo_mini_batch_size (32)\n", "batch_size_misconfig"),
     ("AssertionError: only support equal chunk. Got size of DataProto 6 and chunk 4.\n", "batch_size_misconfig"),
