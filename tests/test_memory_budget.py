@@ -178,6 +178,14 @@ def test_logits_chunking_and_token_budget():
         24000 * v * const("logits_bytes_per_element") / GIB)
 
 
+def test_activation_offload_keeps_two_layers():
+    on = budget(data__micro_batch_size_per_gpu=16)
+    off = budget(data__micro_batch_size_per_gpu=16, memory__activation_offload=True)
+    layers = get_model("Qwen2.5-7B").num_layers
+    a_on = term(phase(on, "actor_update"), "policy.activations")
+    assert term(phase(off, "actor_update"), "policy.activations") == pytest.approx(a_on * 2 / layers)
+
+
 def test_remove_padding_uses_mean_lengths():
     worst = budget(data__micro_batch_size_per_gpu=8)
     typical = budget(data__micro_batch_size_per_gpu=8, data__mean_prompt_length=128, data__mean_response_length=256)

@@ -209,8 +209,14 @@ def _compute_terms(plan: Plan, r: RoleSetup, training: bool, tokens: float, tok_
     recompute = plan.memory.recompute
     if training:
         stored = stored_activation_bytes_per_token(s, recompute, tp_act) * tokens
+        how = f"{recompute} recompute, {tokens:,.0f} tokens/GPU ({tok_note})"
+        if plan.memory.activation_offload:
+            # veRL enable_activation_offload: checkpointed activations go to host RAM layer by
+            # layer; about two layers' worth (the one computing and the one in transfer) stay.
+            stored = stored * min(1.0, 2 / s.num_layers)
+            how += "; activation offload keeps ~2 layers on the GPU"
         out.append(Term(name=f"{r.name}.activations", role=r.name, kind="activations", gib=stored / GIB,
-                        formula=f"{recompute} recompute, {tokens:,.0f} tokens/GPU ({tok_note})"))
+                        formula=how))
         work = backward_working_bytes_per_token(s, recompute, tp_act) * tokens
         out.append(Term(name=f"{r.name}.backward_working", role=r.name, kind="activations",
                         gib=work / GIB, formula="one layer rebuilt + its gradient tensors"))
