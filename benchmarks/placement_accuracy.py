@@ -39,9 +39,9 @@ from advisor.errors import AdvisorError  # noqa: E402
 from advisor.placement.cases import TimeCase, time_cases  # noqa: E402
 from advisor.placement.timemodel import DATA, Infeasible, default_factors, predict_step  # noqa: E402
 
-FIT_KEYS = ["decode_hbm_efficiency", "decode_hbm_efficiency_static", "decode_step_overhead_ms_static", "forward_mfu", "train_mfu",
+FIT_KEYS = ["decode_hbm_efficiency", "decode_hbm_efficiency_static", "decode_step_overhead_ms_static", "decode_compute_efficiency", "forward_mfu", "train_mfu",
             "sync_link_efficiency", "sync_per_tensor_ms", "step_overhead_s"]
-BOUNDED = {"decode_hbm_efficiency", "decode_hbm_efficiency_static", "forward_mfu", "train_mfu",
+BOUNDED = {"decode_hbm_efficiency", "decode_hbm_efficiency_static", "decode_compute_efficiency", "forward_mfu", "train_mfu",
            "sync_link_efficiency"}
 
 
@@ -57,6 +57,12 @@ def predict(case: TimeCase, factors: dict[str, float]) -> tuple[float, float, fl
     if case.metric == "sync_s":
         ph = next(p for p in st.phases if p.phase == "weight_sync")
         return ph.seconds, ph.lower_bound_s, None, "weight_sync"
+    if case.metric.startswith("phase:"):
+        names = case.metric.split(":", 1)[1].split(",")
+        hits = [p for p in st.phases if p.phase in names]
+        if not hits:
+            raise AdvisorError(f"the model has no {names} phase for this plan", field="metric")
+        return sum(p.seconds for p in hits), sum(p.lower_bound_s for p in hits), None, hits[-1].bound
     return st.step_s * case.scale, st.lower_bound_s * case.scale, st.tokens_per_s_per_gpu, st.bottleneck
 
 

@@ -210,9 +210,26 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
             rollout=Rollout(tp=int(used["rollout_tp"]), max_num_seqs=256), placement=placement,
             memory=MemoryKnobs(train_backend="megatron" if megatron else "fsdp2",
                                rollout_memory_fraction=float(used["gpu_memory_utilization"]), recompute="full"))
-        out.append(TimeCase(case=case["id"], row=f"{row.get('mode')} {engine}", plan=plan, metric="step_s",
+        label = f"{row.get('mode')} {engine}"
+        out.append(TimeCase(case=case["id"], row=label, plan=plan, metric="step_s",
                             published=row["step_s"], inferred=inferred, expert=True))
+        # the published phase breakdown identifies decode, forward and training efficiency separately
+        for key, phases in PHASE_KEYS.items():
+            if row.get(key):
+                out.append(TimeCase(case=case["id"], row=f"{label} {key}", plan=plan, metric="phase:" + ",".join(phases),
+                                    published=float(row[key]), inferred=inferred))
     return out
+
+
+PHASE_KEYS = {
+    "generate_sequences_s": ("rollout_prefill", "rollout_decode"),
+    "old_log_prob_s": ("old_logprob_forward",),
+    "ref_s": ("reference_forward",),
+    "values_s": ("critic_forward",),
+    "update_critic_s": ("critic_update",),
+    "update_actor_s": ("actor_update", "offload_transfer"),
+}
+"""Published per-phase timings (veRL timing_s/* names) -> the time model's phases."""
 
 
 # --------------------------------------------------------------------------- weight-sync shape

@@ -464,7 +464,8 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None) -> StepTim
         frac = mk.rollout_memory_fraction
         secs, lower, conc, waves, bound = _decode(
             pol, dev, engines=engines, tp=tp_r, seqs=seqs, prompt=prompt_len, dist=dist,
-            max_num_seqs=plan.rollout.max_num_seqs, mem_fraction=frac, eta_bw=eta_bw, eta_c=eta_f,
+            max_num_seqs=plan.rollout.max_num_seqs, mem_fraction=frac, eta_bw=eta_bw,
+            eta_c=f["decode_compute_efficiency"],
             static_batch=static, streaming=plan.placement.mode == "fully_async",
             step_overhead_s=1e-3 * f["decode_step_overhead_ms_static"] if static else 0.0)
         phases.append(_Phase("rollout_decode", rollout_pool.name, g, secs, lower, bound, eta_bw,
