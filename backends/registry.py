@@ -226,7 +226,7 @@ class RunRegistry:
                          values)
             conn.execute("INSERT INTO status_history(run_id, at, state, message, source) "
                          "VALUES(?, ?, ?, ?, ?)",
-                         (record.run_id, record.updated_at, record.state.value, record.message, source))
+                         (record.run_id, record.updated_at, record.state.value, data["message"], source))
         return self.get(record.run_id)
 
     def update_ids(self, run_id: str, backend_ids: dict[str, Any]) -> None:

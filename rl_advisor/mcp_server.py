@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from advisor.errors import AdvisorError, FieldProblem, as_advisor_error
 from rl_advisor import __version__, paths
 from rl_advisor.safe_paths import untrusted_caller
+from rl_advisor.secrets import install_log_filter
 from rl_advisor.tools import available_tools, guarded
 
 INSTRUCTIONS = """rl-advisor plans, budgets, renders, launches and diagnoses LLM post-training runs
@@ -190,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=__version__)
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    install_log_filter()  # credentials never reach the server's log
     server = build_server()
     if args.transport == "stdio":
         server.run()

@@ -82,7 +82,16 @@ def _secrets(plan: Plan) -> list[str]:
     out = []
     if "wandb" in plan.logging.backends:
         out.append(plan.logging.wandb_api_key_env)
+    # Plan.env entries that are secrets (by name, e.g. HF_TOKEN, or by shape, e.g. hf_...) are
+    # required from the environment by name and never written into an artifact (H8).
+    out += [k for k, v in sorted(plan.env.items()) if _is_secret(k, v) and k not in out]
     return out
+
+
+def _is_secret(name: str, value: str) -> bool:
+    from rl_advisor.secrets import is_secret
+
+    return is_secret(name, value)
 
 
 def _base_context(plan: Plan, stamp: VersionStamp, notes: list[str]) -> dict[str, Any]:
@@ -96,7 +105,7 @@ def _base_context(plan: Plan, stamp: VersionStamp, notes: list[str]) -> dict[str
 
 def _env(plan: Plan, extra: dict[str, str]) -> dict[str, str]:
     env = dict(extra)
-    env.update(plan.env)
+    env.update({k: v for k, v in plan.env.items() if not _is_secret(k, v)})
     return dict(sorted(env.items()))
 
 
