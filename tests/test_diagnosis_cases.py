@@ -103,3 +103,14 @@ def test_console_script_json(shared_dir: Path) -> None:
     data = json.loads(out.stdout)
     assert data["findings"][0]["category"] == "config_key_error"
     assert "actor_rollout_ref.rollout.n" in data["findings"][0]["likely_cause"]
+
+
+def test_every_file_of_a_case_folder_together(shared_dir: Path) -> None:
+    """Several files of one run (a log, a table extracted from it, rollout excerpts) are read as
+    one run without double-counting a metric across files."""
+    folder = shared_dir / "cases" / "diagnosis" / "trl-dapo-vl3b-120531-format-shortcut-zero-variance"
+    files = sorted(p for p in folder.iterdir() if p.name != "case.yaml")
+    result = _diagnose_cli(files)
+    assert [f["category"] for f in result["findings"]][0] == "reward_hacking_shortcut"
+    entropy = next(s for s in result["series"] if s["name"] == "entropy")
+    assert len(entropy["values"]) == 18  # one file's 18 logs, not both files' 36

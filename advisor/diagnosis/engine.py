@@ -41,6 +41,7 @@ class DiagnosisSession:
         self.reader = None
         self.scanner = SignatureScanner()
         self.store = SeriesStore()
+        self._file_store = SeriesStore()  # the current file's points, merged at end_file
         self._buf = ""
         self.line_no = 0
         self._finished = False
@@ -59,7 +60,9 @@ class DiagnosisSession:
     def end_file(self) -> None:
         """Flush the current input (a last line without newline, multi-line records)."""
         if self.reader is not None and self._read_metrics:
-            self.store.extend(self.reader.finish())
+            self._file_store.extend(self.reader.finish())
+        self.store.merge(self._file_store)
+        self._file_store = SeriesStore()
         if self._buf:
             self.line_no += 1
             if not isinstance(self.reader, TrainerStateReader):
@@ -74,7 +77,7 @@ class DiagnosisSession:
             self.fmt = self.fmt or detect_format(chunk[:65536])
             self.reader = make_reader(self.fmt)
         if self._read_metrics:
-            self.store.extend(self.reader.feed(chunk))
+            self._file_store.extend(self.reader.feed(chunk))
         data = self._buf + chunk if self._buf else chunk
         lines = data.split("\n")
         self._buf = lines.pop()

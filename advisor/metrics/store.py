@@ -142,6 +142,20 @@ class SeriesStore:
                 s = self.series[name] = Series(name, point.keys.get(name, name), self.capacity)
             s.add(step, value, point.line)
 
+    def merge(self, other: "SeriesStore") -> None:
+        """Add another file's series of the same run. A metric present in both is not concatenated
+        (two files of one run usually log the same steps — a console log and its JSONL, a table
+        extracted from a log): the series with more points is kept."""
+        self.points += other.points
+        for src, n in other.sources.items():
+            self.sources[src] = self.sources.get(src, 0) + n
+        self.total_steps = other.total_steps or self.total_steps
+        self.raw_keys.update(list(other.raw_keys)[: max(0, 4096 - len(self.raw_keys))])
+        for name, series in other.series.items():
+            have = self.series.get(name)
+            if have is None or series.count > have.count:
+                self.series[name] = series
+
     def extend(self, points: list[MetricPoint]) -> None:
         for p in points:
             self.add(p)
