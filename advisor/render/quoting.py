@@ -154,7 +154,7 @@ def hydra_override(key: str, value: Any) -> str:
 # --------------------------------------------------------------------------- YAML / JSON / Python
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml when present (fast)
     """SafeDumper that never emits aliases (deterministic, readable output)."""
 
     def ignore_aliases(self, data: Any) -> bool:  # noqa: ARG002 - PyYAML hook
