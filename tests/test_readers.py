@@ -278,3 +278,14 @@ def test_tqdm_postfix_points() -> None:
     assert all(p.total_steps == 1000 and p.source == "tqdm_postfix" for p in points)
     plain = "  5%|5         | 50/1000 [00:10<03:10,  5.00it/s]\n"
     assert parse_text(plain) == []
+
+
+def test_multiline_records_stay_bounded() -> None:
+    reader = LogReader()
+    reader.feed("step:1 - actor/grad_norm:0.5 - critic/score/me\n")
+    for _ in range(200):
+        reader.feed("an:0.1 - " * 5000 + "\n")  # endless 'continuations' of a wrapped step line
+        assert len(reader._pending or "") <= (4 << 20) + 50_000
+    block = "".join(f" - k{i}/x:{i}\n" for i in range(25_000))
+    points = reader.feed(block) + reader.finish()
+    assert len(reader._block) == 0 and all(len(p.raw) <= 10_000 for p in points)

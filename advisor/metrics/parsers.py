@@ -41,6 +41,9 @@ FORMATS = ("verl_console", "verl_jsonl", "trl_trainer_state", "trl_console", "tr
 MAX_LINE_CHARS = 4 << 20
 """A line longer than this is cut (binary garbage without newlines must not grow the buffer)."""
 
+MAX_RECORD_KEYS = 10000
+"""A multi-line record (veRL one-metric-per-line block, NeMo-RL block) is emitted at this size."""
+
 _WRAPPED = re.compile(r"^(?:np\.|numpy\.|torch\.)?(?:float|int|uint|bool|tensor)\d*\(\s*([^,()]+?)\s*(?:,.*)?\)$")
 _VERL_STEP = re.compile(r"(?:^|[\s>)])step:\s*(\d+)\s+-\s+")
 _TQDM = re.compile(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+,\s*(?:[\d.]+|\?)\s*(?:s/it|it/s)")
@@ -225,7 +228,8 @@ class LogReader:
             t = t.lstrip("> ").strip()
         if self._pending is not None:
             if t and _CONT_START.match(t) and (" - " in t or " " not in t) and ": " not in t \
-                    and "|" not in t and not t.startswith("-") and not _VERL_STEP.search(t):
+                    and "|" not in t and not t.startswith("-") and not _VERL_STEP.search(t) \
+                    and len(self._pending) < MAX_LINE_CHARS:
                 self._pending += t
                 return
             self._flush_pending(out)
@@ -268,6 +272,8 @@ class LogReader:
             key = key.strip()
             num = parse_number(val)
             if key and " " not in key and num is not None:
+                if len(self._block) >= MAX_RECORD_KEYS:
+                    self._flush_block(out)
                 if not self._block:
                     self._block_line = self.line_no
                 self._block[key] = num
@@ -296,6 +302,8 @@ class LogReader:
                     if m.group(3) == "ms":
                         num /= 1000.0
                     key = f"timing/{label}" if self._nemo_section == "timing" else label
+                    if len(self._nemo) >= MAX_RECORD_KEYS:
+                        self._flush_nemo(out)
                     if not self._nemo:
                         self._nemo_line = self.line_no
                     self._nemo[key] = num
