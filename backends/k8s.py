@@ -255,10 +255,10 @@ class K8sBackend:
                 meta["name"] = name
             if obj.get("kind") in (*WORKLOAD_KINDS, "ConfigMap"):
                 meta.setdefault("labels", {})[RUN_LABEL] = k8s_label_value(spec.run_id)
-            if obj.get("kind") in ("ConfigMap", "Job"):
+            # Namespaced objects go to the user's namespace (kubeconfig context or option).
+            if obj.get("kind") in ("ConfigMap", "Job") or \
+                    CUSTOM_KINDS.get(obj.get("kind", ""), ("", "", "", False))[3]:
                 meta["namespace"] = ns
-            if CUSTOM_KINDS.get(obj.get("kind", ""), ("", "", "", True))[3]:
-                meta["namespace"] = meta.get("namespace") or ns
             self._create(obj, k8s_label_value(spec.run_id))
             created.append({"kind": obj["kind"], "name": meta.get("name", "")})
         kind = workloads[0]["kind"]

@@ -238,6 +238,13 @@ def _absolutize(plan: Plan, base: Path) -> Plan:
     return plan_from_dict(data)
 
 
+def _loopback(address: str) -> bool:
+    from urllib.parse import urlparse
+
+    host = urlparse(address if "://" in address else "http://" + address).hostname or ""
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
 def _backend_options(backend: str, address: str | None, namespace: str | None,
                      context: str | None) -> dict[str, Any]:
     opts: dict[str, Any] = {}
@@ -268,8 +275,8 @@ def prepare_launch(plan: Plan, backend: str, run_id: str, run_dir: Path,
     # Re-validate right before launch: the Plan may have been edited since it was checked.
     plan = plan_from_dict(plan.model_dump(mode="json", exclude_none=True))
     check = validate_plan(plan)
-    if backend == "local":
-        plan = _absolutize(plan, Path.cwd())
+    if backend == "local" or (backend == "ray" and _loopback(options.get("address", ""))):
+        plan = _absolutize(plan, Path.cwd())  # the run starts in its own folder on this machine
     try:
         from advisor.render import render_config
     except ImportError:

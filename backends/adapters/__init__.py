@@ -153,14 +153,22 @@ def base_spec(rendered: Any, plan: Any, *, run_id: str, run_dir: Path, backend: 
             strategies = {pool.strategy for pool in rp.pools}
             resources.placement_bundles = bundles
             resources.placement_strategy = next(iter(strategies)) if len(strategies) == 1 else "PACK"
-    if backend == "k8s":
-        options = {**options, "k8s_manifests": k8s_manifests(rendered)}
+    planned: dict[str, Any] = {}
+    if backend == "ray":
+        planned = {"submission_id": run_id}  # chosen before submitting: a lost reply loses nothing
+    elif backend == "k8s":
+        from backends.k8s import WORKLOAD_KINDS, k8s_name
+
+        docs = k8s_manifests(rendered)
+        options = {**options, "k8s_manifests": docs}
+        kinds = [d.get("kind") for d in docs if d.get("kind") in WORKLOAD_KINDS]
+        planned = {"name": k8s_name(run_id), "kind": kinds[0] if kinds else "Job"}
     full_env = {**plan.env, **(env or {})}
     return LaunchSpec(run_id=run_id, name=plan.name, framework=str(plan.framework.value),
                       run_dir=str(run_dir), working_dir=str(work), entrypoint=argv, env=full_env,
                       resources=resources, metrics_files=metrics_files,
                       metrics_format=metrics_format, log_format=log_format,
-                      options={**options, "planned_ids": {"submission_id": run_id} if backend == "ray" else {}})
+                      options={**options, "planned_ids": planned})
 
 
 def output_path(plan: Any, work: Path, *parts: str) -> str:
