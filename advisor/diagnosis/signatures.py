@@ -136,6 +136,11 @@ class SignatureScanner:
             (ph["category"], tuple(m.lower() for m in ph["markers"])) for ph in oom["phases"]]
         triggers = {tr for sig in self._sigs for tr in sig.triggers} | set(self._gpu_triggers) | {"oom", "out of memory"}
         self._any_trigger = _literal_re(triggers)
+        self._trigger_list = sorted(triggers)
+        self._sigs_by_trigger: dict[str, list[int]] = {tr: [] for tr in self._trigger_list}
+        for i, sig in enumerate(self._sigs):
+            for tr in sig.triggers:
+                self._sigs_by_trigger[tr].append(i)
         self._any_marker = _literal_re({mk for _, markers in self._phases for mk in markers})
         self._any_hint = _literal_re({h for _, hints in _FRAMEWORK_HINTS for h in hints})
         self._ring: deque[tuple[int, str, tuple[int, ...]]] = deque(maxlen=int(oom.get("lookback_lines", 80)))
@@ -145,6 +150,10 @@ class SignatureScanner:
         # searched on the lower-cased line, so the patterns need no IGNORECASE
         self._any_required = re.compile("|".join(f"(?:{r.pattern.removeprefix('(?i)')})" for sig in self._requiring
                                                  for r in sig.requires))
+        # one pre-filter for everything a line can matter for (signature, OOM phase, context)
+        self._any_interest = _literal_re(
+            triggers | {mk for _, markers in self._phases for mk in markers}
+            | {tr.lower() for sig in self._requiring for tr in sig.row.get("requires_triggers", [])})
         self._hits: dict[str, SigHit] = {}
         self._requires_met: set[str] = set()
         self._ratio_before: dict[str, tuple[int, int]] = {}
@@ -173,6 +182,9 @@ class SignatureScanner:
             self._vote(low)
         if not prose and (t[0] == "{" or ("step:" in t and " - " in t) or "Global step" in t):
             return  # metric records are read by the metric rules
+        if not self._any_interest.search(low):  # the common case: a line nothing cares about
+            self._ring.append((line_no, t[:300], ()))
+            return
         if self._requiring and self._required_gate.search(low) and self._any_required.search(low):
             for sig in self._requiring:
                 if any(r.search(t) for r in sig.requires):
@@ -183,8 +195,10 @@ class SignatureScanner:
             phases = self._phases_in(low, t) if has_marker else ()
             self._ring.append((line_no, t[:300], phases))
             return
-        for sig in self._sigs:
-            if not any(tr in low for tr in sig.triggers):
+        present = [tr for tr in self._trigger_list if tr in low]
+        wanted = {i for tr in present for i in self._sigs_by_trigger[tr]}
+        for i, sig in enumerate(self._sigs):
+            if i not in wanted:
                 continue
             if sig.kind == "ratio":
                 self._ratio(sig, line_no, t)
