@@ -17,6 +17,7 @@ transaction is rolled back, so no half-written record is left.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sqlite3
 import threading
@@ -126,10 +127,14 @@ class RunRegistry:
     without care); every write is one ``BEGIN IMMEDIATE`` transaction.
     """
 
-    def __init__(self, path: str | Path | None = None, *,
-                 busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS):
+    def __init__(self, path: str | Path | None = None, *, busy_timeout_ms: int | None = None):
         self.path = Path(path) if path is not None else default_path()
-        self.busy_timeout_ms = busy_timeout_ms
+        if busy_timeout_ms is None:  # RL_ADVISOR_REGISTRY_BUSY_MS overrides the 5 s default
+            try:
+                busy_timeout_ms = int(os.environ.get("RL_ADVISOR_REGISTRY_BUSY_MS", DEFAULT_BUSY_TIMEOUT_MS))
+            except ValueError:
+                busy_timeout_ms = DEFAULT_BUSY_TIMEOUT_MS
+        self.busy_timeout_ms = max(0, busy_timeout_ms)
         self._local = threading.local()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._ensure_schema()
@@ -203,6 +208,14 @@ class RunRegistry:
             raise self._translate(exc, "read") from None
 
     def _ensure_schema(self) -> None:
+        try:  # the common case: the schema exists; a read needs no write lock
+            row = self._connect().execute(
+                "SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is not None and int(row[0]) == SCHEMA_VERSION:
+                return
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc).lower():
+                raise self._translate(exc, "open") from None
         with self._write() as conn:
             for statement in _split_sql(_SCHEMA):
                 conn.execute(statement)

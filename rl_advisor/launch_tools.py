@@ -180,9 +180,12 @@ class RunList(BaseModel):
 
 
 def _registry():
-    from backends.registry import RunRegistry
+    from backends.registry import RegistryError, RunRegistry
 
-    return RunRegistry()
+    try:
+        return RunRegistry()
+    except RegistryError as exc:
+        raise AdvisorError(str(exc), field="registry", value=exc.reason) from None
 
 
 def _check_run_id(run_id: str) -> str:
