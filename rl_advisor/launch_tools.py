@@ -358,7 +358,13 @@ def launch_run(plan: Plan, backend: BackendName = "local", confirm: bool = False
             preflight(spec)  # e.g. Ray: refuse a job that can never be scheduled
         except BackendError as exc:
             raise AdvisorError(str(exc), field="backend", value=exc.reason) from None
-    artifacts = _write_artifacts(rendered, spec)
+    try:
+        artifacts = _write_artifacts(rendered, spec)
+    except OSError as exc:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise AdvisorError(f"could not write the run's files under {run_dir}: {exc.strerror or exc}"
+                           f"{' (disk full)' if getattr(exc, 'errno', None) == 28 else ''}; nothing was "
+                           f"launched", field="run_dir", value=str(run_dir)) from None
     now = utcnow()
     record = RunRecord(
         run_id=run_id, name=plan.name, created_at=now, updated_at=now, backend=backend,
