@@ -216,7 +216,10 @@ def run_demo(ns: argparse.Namespace) -> int:
     plan = tinymodel.toy_plan(ws, "grpo", steps=ns.steps, name="demo-grpo")
     say(f"  model {ws['model']} ({_param_count(ws['model'])} parameters); reward: fraction of "
         f"'{tinymodel.TARGET_CHAR}' characters in a completion")
-    say("  (the production choice above may differ; TRL GRPO is what trains on a CPU)")
+    chosen = (getattr(method, "value", method), getattr(framework, "value", framework))
+    if chosen != ("grpo", "trl"):
+        say(f"  (the advisor chose {chosen[0]} on {chosen[1]} for the production run; the CPU "
+            f"stand-in is TRL GRPO, the combination that trains on a CPU)")
 
     step(4, "render the TRL GRPO run")
     from advisor.render import render_config
