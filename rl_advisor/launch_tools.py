@@ -324,9 +324,10 @@ def _write_artifacts(rendered: Any, spec: LaunchSpec) -> list[dict[str, Any]]:
 def launch_run(plan: Plan, backend: BackendName = "local", confirm: bool = False,
                address: str | None = None, namespace: str | None = None,
                context: str | None = None) -> LaunchResult:
-    """Launch a Plan on a backend. A DRY RUN unless confirm is true: it then only shows what
-    would run (entrypoint, artifacts, resources). With confirm=true it records the run in the
-    registry, starts it, and returns its run id at once (it never waits for training).
+    """Launch a Plan on a backend. Without confirm=true this is a DRY RUN that only shows what
+    would run (entrypoint, launch script, artifacts, resources). With confirm=true it re-validates
+    the Plan, records the run in the registry, starts it, and returns its run id at once (it
+    never waits for training).
 
     backend: local (a process group on this machine), ray (Ray Job Submission at address,
     default http://127.0.0.1:8265), k8s (RayJob/Job + Kueue objects in the kubeconfig's

@@ -137,3 +137,14 @@ def test_tools_over_mcp_in_process(toy_plan) -> None:
             assert bad.is_error and "run_id" in bad.content[0].text
 
     asyncio.run(go())
+
+
+def test_every_backend_implements_the_protocol() -> None:
+    from backends import get_backend
+    from backends.protocol import Backend
+
+    for name, opts in (("local", {}), ("ray", {"address": "http://127.0.0.1:1"}), ("k8s", {})):
+        be = get_backend(name, opts)
+        assert isinstance(be, Backend) and be.name == name
+    with pytest.raises(AdvisorError):
+        get_backend("slurm")
