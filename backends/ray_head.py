@@ -132,7 +132,7 @@ class LocalRayHead:
         raise RuntimeError(f"the Ray head did not come up within {START_TIMEOUT_S:.0f} s "
                            f"(log: {self.log_path})")
 
-    def kill_gcs(self) -> None:
+    def crash(self) -> None:
         """Simulate a head crash (fault tests): SIGKILL the whole head process group."""
         if self.proc is not None:
             try:
