@@ -95,7 +95,7 @@ def config(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> dict[str, 
         cfg["save_strategy"] = "no"
     report = [b for b in lg.backends if b in ("tensorboard", "wandb")]
     cfg["report_to"] = report or ["none"]
-    cfg["gradient_checkpointing"] = m.recompute != "none"
+    cfg["activation_checkpointing"] = m.recompute != "none"  # transformers 5: gradient_checkpointing is deprecated
     cfg["optim"] = OPTIM[m.optimizer]
     if cpu:
         cfg["use_cpu"] = True
