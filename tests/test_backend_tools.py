@@ -148,3 +148,24 @@ def test_every_backend_implements_the_protocol() -> None:
         assert isinstance(be, Backend) and be.name == name
     with pytest.raises(AdvisorError):
         get_backend("slurm")
+
+
+@pytest.mark.parametrize("framework,metrics_suffix,fmt_env", [
+    ("verl", "verl_metrics.jsonl", "VERL_FILE_LOGGER_PATH"),
+    ("openrlhf", "console.log", None),
+])
+def test_dry_run_of_gpu_frameworks_on_ray(framework: str, metrics_suffix: str, fmt_env: str | None) -> None:
+    """veRL/OpenRLHF create their own placement groups: the dry run carries the placement plan's
+    bundles (checked against the cluster before a real submission) and where metrics will be."""
+    from advisor.plan import Framework, plan_from_yaml
+    from tests.conftest import example_plan_path
+
+    plan = plan_from_yaml(example_plan_path().read_text())
+    plan = plan.model_copy(update={"framework": Framework(framework)})
+    res = launch_run(plan, backend="ray", address="http://127.0.0.1:1")  # dry run: nothing contacted
+    assert res.dry_run and res.entrypoint.startswith("bash ")
+    gpus = sum(b.get("GPU", 0) for b in res.resources.placement_bundles)
+    assert gpus == plan.hardware.total_gpus
+    assert res.metrics_paths and res.metrics_paths[0].endswith(metrics_suffix)
+    if fmt_env:
+        assert fmt_env in res.env_keys
