@@ -426,3 +426,36 @@ def test_on_policy_clipping_means_logprob_mismatch() -> None:
     assert _categories(text, plan).get("rollout_train_logprob_mismatch") == "warning"
     plan.algorithm.epochs_per_batch = 2
     assert "rollout_train_logprob_mismatch" not in _categories(text, plan)
+
+
+def _jsonl(rows: list[dict]) -> str:
+    return "".join(json.dumps({"step": i, **r}) + "\n" for i, r in enumerate(rows, 1))
+
+
+def _ramp(a: float, b: float, n: int, i: int) -> float:
+    return a + (b - a) * i / (n - 1)
+
+
+RULE_RUNS = {
+    # category: a run that has exactly that failure (TRL keys, one JSON object per log)
+    "reward_hacking": [{"reward": _ramp(0.2, 0.9, 30, i), "kl": _ramp(0.01, 0.4, 30, i),
+                        "eval/reward": _ramp(0.5, 0.3, 30, i), "entropy": 0.5} for i in range(30)],
+    "entropy_explosion": [{"entropy": _ramp(0.8, 2.4, 12, i), "reward": _ramp(0.6, 0.2, 12, i)} for i in range(12)],
+    "response_length_explosion": [{"completions/mean_length": _ramp(200, 900, 12, i),
+                                   "completions/clipped_ratio": _ramp(0.0, 0.15, 12, i), "reward": 0.5}
+                                  for i in range(12)],
+    "agent_format_protocol_failure": [{"tools/failure_frequency": 0.8, "reward": 0.05} for _ in range(6)],
+    "reward_function_misconfig": [{"reward": 0.0, "reward_std": 0.0, "completions/mean_length": 300.0}
+                                  for _ in range(5)],
+    "low_throughput": [{"perf/mfu/actor": 0.03, "reward": 0.4} for _ in range(5)],
+}
+
+
+@pytest.mark.parametrize("category", sorted(RULE_RUNS))
+def test_each_rule_fires_on_its_failure(category: str) -> None:
+    diag = diagnose_text(_jsonl(RULE_RUNS[category]))
+    cats = {f.category: f for f in diag.findings}
+    assert category in cats, [(f.category, f.summary) for f in diag.findings]
+    f = cats[category]
+    assert f.evidence and f.evidence[0].kind == "metric" and f.evidence[0].values
+    assert f.fixes and all(fx.framework == "trl" for fx in f.fixes if category != "low_throughput")
