@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -46,7 +47,8 @@ def make_reader(fmt: str | None, first_text: str = "") -> Any:
     return metrics.make_reader(fmt)
 
 
-_FOLLOWERS: dict[tuple[str, str], FileFollower] = {}
+MAX_FOLLOWERS = 64
+_FOLLOWERS: "OrderedDict[tuple[str, str], FileFollower]" = OrderedDict()  # LRU, bounded
 _LOCK = threading.Lock()
 
 
@@ -66,6 +68,10 @@ def follower_for(run_id: str, path: str | Path, fmt: str | None) -> FileFollower
             p = Path(path)
             fol = FileFollower(p, lambda: make_reader(fmt, _first_text(p)))
             _FOLLOWERS[key] = fol
+            while len(_FOLLOWERS) > MAX_FOLLOWERS:
+                _FOLLOWERS.popitem(last=False)
+        else:
+            _FOLLOWERS.move_to_end(key)
         return fol
 
 
