@@ -170,12 +170,15 @@ def test_logits_chunking_and_token_budget():
     b = budget(data__micro_batch_size_per_gpu=16)
     c = budget(data__micro_batch_size_per_gpu=16, memory__logits_chunking=True)
     v = get_model("Qwen2.5-7B").vocab_size
+    fused = const("fused_logprob_bytes_per_element")  # veRL: flash-attn cross-entropy, in-place backward
     assert term(phase(c, "actor_update"), "policy.logits") == pytest.approx(
-        const("logits_chunk_tokens") * v * const("logits_bytes_per_element") / GIB)
+        const("logits_chunk_tokens") * v * fused / GIB)
     assert term(phase(c, "actor_update"), "policy.logits") < term(phase(b, "actor_update"), "policy.logits")
     d = budget(data__use_dynamic_bsz=True, data__max_token_len_per_gpu=24000)
-    assert term(phase(d, "actor_update"), "policy.logits") == pytest.approx(
-        24000 * v * const("logits_bytes_per_element") / GIB)
+    assert term(phase(d, "actor_update"), "policy.logits") == pytest.approx(24000 * v * fused / GIB)
+    trl = budget(framework="trl", data__micro_batch_size_per_gpu=16, memory__train_backend="deepspeed")
+    ratio = term(phase(trl, "actor_update"), "policy.logits") / term(phase(b, "actor_update"), "policy.logits")
+    assert ratio == pytest.approx(const("logits_bytes_per_element") / fused)
 
 
 def test_activation_offload_keeps_two_layers():

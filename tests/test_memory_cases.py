@@ -23,10 +23,13 @@ CASES = Path(__file__).parent / "cases" / "memory"
 # the suite says so and the entry must be removed.
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("verl_grpo_lora_qwen2.5-32b_4xh100", "nproc=44 (largest that fit)"):
-        "predicted 79.9 of 79.2 GiB (0.9% over): with the constants fitted jointly on all boundaries the "
-        "32B search comes out one step low (40 fits, 44 predicted OOM; 45 OOM right)",
+        "predicted ~0.5% over 79.2 GiB: with the constants fitted jointly on all cases the 32B search "
+        "comes out one step low (40 fits, 44 predicted OOM; 45 OOM right)",
+    ("verl_grpo_min_qwen2-72b_32gpu", "32 x H800"):
+        "predicted ~92 of 79.2 GiB (the 96 GB H20 variant is right): the 72B full-parameter update "
+        "(fp32 states 34 GiB + two in-flight gathered units with the 5 GiB root) is over-counted here",
     ("llamafactory_7282_70b_full_sft_8xh200", "ZeRO-3 offload measured peak"):
-        "predicted ~22.6 GiB vs 27 GB read in nvidia-smi (-16%): DeepSpeed's live-parameter cap and "
+        "predicted ~22-23 GiB vs 27 GB read in nvidia-smi (-16%): DeepSpeed's live-parameter cap and "
         "bucket buffers under ZeRO-3 param offload are not modelled beyond the gathered units",
 }
 

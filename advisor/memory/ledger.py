@@ -134,19 +134,30 @@ def _seq_tokens(plan: Plan) -> tuple[float, str]:
     return float(d.max_seq_len), f"padded to max prompt + response = {d.max_seq_len}"
 
 
-def micro_tokens(plan: Plan, role: RoleSetup) -> tuple[float, str]:
+def micro_tokens(plan: Plan, role: RoleSetup, training: bool = True) -> tuple[float, str]:
     """Tokens one GPU processes per forward/backward: the token budget under dynamic batching
     (veRL ``*_max_token_len_per_gpu``, per GPU also under Ulysses SP), else micro-batch sequences x
-    sequence length (actual tokens with remove-padding) divided by SP x CP."""
+    sequence length (actual tokens with remove-padding) divided by SP x CP.
+
+    Either way a micro-batch cannot hold more than its data-parallel rank has: the mini-batch
+    (update) or the whole batch (log-prob/value forwards) x n responses, split over the ranks —
+    a 24k-token budget on a rank that only gets 12k tokens per mini-batch packs 12k."""
     d = plan.data
     seq, how = _seq_tokens(plan)
     split = role.sp * role.cp
-    if d.use_dynamic_bsz and d.max_token_len_per_gpu:
-        t = float(max(d.max_token_len_per_gpu, seq / split))
-        return t, f"dynamic batching: max_token_len_per_gpu {d.max_token_len_per_gpu}"
-    micro = d.micro_batch_size_per_gpu or 1
+    n = (plan.algorithm.group_size or 1) if plan.is_online else 1
     pair = 2 if plan.method in PAIRED_METHODS else 1
-    t = micro * pair * seq / split
+    width = role.sp * role.cp * (role.tp * role.pp if role.backend == "megatron" else 1)
+    ranks = max(1, role.pool_gpus // width)
+    prompts = (d.mini_batch_size or d.train_batch_size) if training else d.train_batch_size
+    rank_tokens = prompts * n * pair * seq / ranks / split
+    one_seq = pair * seq / split
+    if d.use_dynamic_bsz and d.max_token_len_per_gpu:
+        t = max(min(float(d.max_token_len_per_gpu), rank_tokens), one_seq)
+        bound = " (bounded by the rank's share of the batch)" if t < d.max_token_len_per_gpu else ""
+        return t, f"dynamic batching: max_token_len_per_gpu {d.max_token_len_per_gpu}{bound}; {how}"
+    micro = d.micro_batch_size_per_gpu or 1
+    t = max(min(micro * pair * seq / split, rank_tokens), one_seq)
     return t, f"{micro} seq{' x2 (pairs)' if pair == 2 else ''} x {seq:g} tok / (sp {role.sp} x cp {role.cp}); {how}"
 
 
@@ -225,7 +236,9 @@ def _compute_terms(plan: Plan, r: RoleSetup, training: bool, tokens: float, tok_
         out.append(Term(name=f"{r.name}.forward_working", role=r.name, kind="activations",
                         gib=work / GIB, formula=f"one layer live, {tokens:,.0f} tokens/GPU ({tok_note})"))
     if logits:
-        bpe = const("logits_bytes_per_element") + (const("entropy_bytes_per_element") if entropy else 0)
+        base_bpe = const("fused_logprob_bytes_per_element") if plan.framework == Framework.VERL \
+            else const("logits_bytes_per_element")
+        bpe = base_bpe + (const("entropy_bytes_per_element") if entropy else 0)
         vp = r.tp if r.backend == "megatron" else 1
         lb = logits_bytes(tokens, s.vocab_size, bytes_per_element=bpe, chunked=plan.memory.logits_chunking,
                           chunk_tokens=int(const("logits_chunk_tokens")), vocab_parallel=vp)
@@ -411,7 +424,7 @@ def build_ledger(plan: Plan) -> MemoryBudget:
             es, ets = engine_parked_terms()
             if engine is not None:
                 st["rollout"] = es
-            tokens, note = micro_tokens(plan, active)
+            tokens, note = micro_tokens(plan, active, training=False)
             ts += _state_terms(active, "active", training=False)
             ts += _compute_terms(plan, active, False, tokens, note, logits=logits, entropy=False)
             pool_phases.append(_phase(name, pool, st, sys_terms + ts + ets, cap))
