@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from advisor.plan import Framework, Plan
-from advisor.render.common import PoolShape, framework_version, is_cpu, pools, rl_advisor_version
+from advisor.render.common import framework_version, is_cpu, pools, rl_advisor_version
 from advisor.render.models import Artifact
 from advisor.render.options import RenderOptions
 from advisor.render.quoting import remote_command, shell_join
@@ -52,14 +52,43 @@ def accelerator_resource(plan: Plan) -> str | None:
     return {"cuda": "nvidia.com/gpu", "rocm": "amd.com/gpu", "tpu": "google.com/tpu"}.get(family, "nvidia.com/gpu")
 
 
-def _pod_resources(plan: Plan, gpus: int) -> dict[str, Any]:
+def resource_plan(plan: Plan, namespace: str, notes: list[str]):
+    """Pods per pool and Kueue objects: H3's ``advisor.placement.resources.k8s_resources`` (node
+    selectors for the GPU product, one flavor per pool), else the same shape derived here (CPU
+    plans, GPUs not in the catalog)."""
+    from advisor.placement.models import K8sPool, K8sResourcePlan, KueueFlavor
+
+    if not is_cpu(plan):
+        try:
+            from advisor.placement.resources import k8s_resources
+
+            return k8s_resources(plan, namespace=namespace)
+        except Exception as exc:  # noqa: BLE001 - fall back to the plain derivation below
+            notes.append(f"k8s: resources derived without the placement catalog ({exc})")
     hw = plan.hardware
-    cpu = max(1, hw.cpus_per_node - 4)
-    mem = max(1, int(hw.host_memory_gb * 0.9))
-    res: dict[str, str] = {"cpu": str(cpu), "memory": f"{mem}G"}
     gpu_res = accelerator_resource(plan)
-    if gpu_res and gpus:
-        res[gpu_res] = str(gpus)
+    job = dns_name(plan.name)
+    pools_out, flavors = [], []
+    for p in pools(plan):
+        share = p.gpus_per_node / hw.gpus_per_node
+        cpus = max(1, int(hw.cpus_per_node * share * 0.9))
+        mem = max(1, int(hw.host_memory_gb * 1e9 / 2 ** 30 * share * 0.9))
+        flavor = dns_name(f"{'cpu' if is_cpu(plan) else hw.gpu}-{p.name}")
+        pools_out.append(K8sPool(name=p.name, roles=list(p.roles), pods=p.nodes,
+                                 gpus_per_pod=0 if gpu_res is None else p.gpus_per_node, cpus_per_pod=cpus,
+                                 memory_gib_per_pod=mem, gpu_resource=gpu_res or "nvidia.com/gpu",
+                                 node_selector={}, resource_flavor=flavor))
+        flavors.append(KueueFlavor(name=flavor, node_labels={}, gpus=0 if gpu_res is None else p.gpus,
+                                   cpus=cpus * p.nodes, memory_gib=mem * p.nodes))
+    return K8sResourcePlan(namespace=namespace, pools=pools_out, resource_flavors=flavors,
+                           cluster_queue=f"{job}-cq", local_queue=f"{job}-lq",
+                           gpu_resource=gpu_res or "nvidia.com/gpu")
+
+
+def _pod_resources(cpus: int, mem_gib: int, gpu_resource: str | None, gpus: int) -> dict[str, Any]:
+    res: dict[str, str] = {"cpu": str(cpus), "memory": f"{mem_gib}Gi"}
+    if gpu_resource and gpus:
+        res[gpu_resource] = str(gpus)
     return {"requests": dict(res), "limits": dict(res)}
 
 
@@ -75,56 +104,67 @@ def _env(env: dict[str, str], plan: Plan, secrets: list[str], secret_name: str) 
     return [{"name": k, "value": v} for k, v in env.items()] + _secret_env(plan, secrets, secret_name)
 
 
-def _kueue(plan: Plan, names: dict[str, str], namespace: str, pod_count: int, gpus: int) -> list[dict[str, Any]]:
-    hw = plan.hardware
-    gpu_res = accelerator_resource(plan)
-    flavor: dict[str, Any] = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-                              "metadata": {"name": names["flavor"]}, "spec": {}}
+HEAD_CPU, HEAD_MEM_GIB = 4, 16
+
+
+def _kueue(rp, head: bool) -> list[dict[str, Any]]:
+    """ResourceFlavors (one per pool), one ClusterQueue with every flavor's quota, one LocalQueue."""
+    gpu_res = rp.gpu_resource if any(f.gpus for f in rp.resource_flavors) else None
+    docs: list[dict[str, Any]] = []
+    seen: dict[str, list[int]] = {}
+    for f in rp.resource_flavors:
+        if f.name not in seen:
+            spec = {"nodeLabels": dict(f.node_labels)} if f.node_labels else {}
+            docs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                         "metadata": {"name": f.name}, "spec": spec})
+            seen[f.name] = [0, 0, 0]
+        seen[f.name][0] += f.cpus
+        seen[f.name][1] += f.memory_gib
+        seen[f.name][2] += f.gpus
+    if head and seen:
+        first = next(iter(seen))
+        seen[first][0] += HEAD_CPU
+        seen[first][1] += HEAD_MEM_GIB
     covered = ["cpu", "memory"] + ([gpu_res] if gpu_res else [])
-    quotas = [{"name": "cpu", "nominalQuota": str(max(1, hw.cpus_per_node - 4) * pod_count + 4)},
-              {"name": "memory", "nominalQuota": f"{max(1, int(hw.host_memory_gb * 0.9)) * pod_count + 16}G"}]
-    if gpu_res:
-        quotas.append({"name": gpu_res, "nominalQuota": str(gpus)})
-    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-          "metadata": {"name": names["cluster_queue"]},
-          "spec": {"namespaceSelector": {},
-                   "resourceGroups": [{"coveredResources": covered,
-                                       "flavors": [{"name": names["flavor"], "resources": quotas}]}]}}
-    lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-          "metadata": {"name": names["local_queue"], "namespace": namespace},
-          "spec": {"clusterQueue": names["cluster_queue"]}}
-    return [flavor, cq, lq]
+    flavors = []
+    for name, (cpu, mem, gpus) in seen.items():
+        quotas = [{"name": "cpu", "nominalQuota": str(cpu)}, {"name": "memory", "nominalQuota": f"{mem}Gi"}]
+        if gpu_res:
+            quotas.append({"name": gpu_res, "nominalQuota": str(gpus)})
+        flavors.append({"name": name, "resources": quotas})
+    docs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                 "metadata": {"name": rp.cluster_queue},
+                 "spec": {"namespaceSelector": {},
+                          "resourceGroups": [{"coveredResources": covered, "flavors": flavors}]}})
+    docs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                 "metadata": {"name": rp.local_queue, "namespace": rp.namespace},
+                 "spec": {"clusterQueue": rp.cluster_queue}})
+    return docs
 
 
-def _names(plan: Plan, options: RenderOptions) -> dict[str, str]:
-    job = dns_name(plan.name)
-    flavor = dns_name(("cpu" if is_cpu(plan) else plan.hardware.gpu) + "-flavor")
-    return {"job": job, "flavor": flavor, "cluster_queue": f"{job}-cq",
-            "local_queue": options.queue_name or f"{job}-lq", "config_map": f"{job}-files"}
-
-
-def _rayjob(plan: Plan, fw: Framework, launch: Any, names: dict[str, str], options: RenderOptions,
+def _rayjob(plan: Plan, fw: Framework, launch: Any, rp, name: str, options: RenderOptions,
             image: str) -> dict[str, Any]:
     env = _env(launch.env, plan, launch.secrets, options.secret_name)
     head = {"rayStartParams": {"num-gpus": "0"},
             "template": {"spec": {"containers": [{
                 "name": "ray-head", "image": image, "env": env,
-                "resources": {"requests": {"cpu": "4", "memory": "16G"}, "limits": {"cpu": "4", "memory": "16G"}},
+                "resources": _pod_resources(HEAD_CPU, HEAD_MEM_GIB, None, 0),
                 "ports": [{"containerPort": 6379, "name": "gcs"}, {"containerPort": 8265, "name": "dashboard"},
                           {"containerPort": 10001, "name": "client"}]}]}}}
     workers = []
-    for p in _gpu_pools(plan):
-        workers.append({
-            "groupName": p.name, "replicas": p.nodes, "minReplicas": p.nodes, "maxReplicas": p.nodes,
-            "rayStartParams": {},
-            "template": {"spec": {"containers": [{
-                "name": "ray-worker", "image": image, "env": env,
-                "resources": _pod_resources(plan, p.gpus_per_node)}]}}})
+    for p in rp.pools:
+        spec: dict[str, Any] = {"containers": [{
+            "name": "ray-worker", "image": image, "env": env,
+            "resources": _pod_resources(p.cpus_per_pod, p.memory_gib_per_pod, p.gpu_resource, p.gpus_per_pod)}]}
+        if p.node_selector:
+            spec["nodeSelector"] = dict(p.node_selector)
+        workers.append({"groupName": p.name, "replicas": p.pods, "minReplicas": p.pods, "maxReplicas": p.pods,
+                        "rayStartParams": {}, "template": {"spec": spec}})
     runtime_env = {"env_vars": dict(launch.env)}
     return {
         "apiVersion": "ray.io/v1", "kind": "RayJob",
-        "metadata": {"name": names["job"], "namespace": options.namespace,
-                     "labels": {QUEUE_LABEL: names["local_queue"], "app.kubernetes.io/managed-by": "rl-advisor"},
+        "metadata": {"name": name, "namespace": rp.namespace,
+                     "labels": {QUEUE_LABEL: rp.local_queue, "app.kubernetes.io/managed-by": "rl-advisor"},
                      "annotations": {"rl-advisor/framework": f"{fw.value} {framework_version(fw)}",
                                      "rl-advisor/version": rl_advisor_version()}},
         "spec": {
@@ -141,59 +181,54 @@ def _rayjob(plan: Plan, fw: Framework, launch: Any, names: dict[str, str], optio
     }
 
 
-def _gpu_pools(plan: Plan) -> list[PoolShape]:
-    """Worker groups: one per distinct pool (H3's k8s_resources will refine per-role pods)."""
-    return pools(plan)
-
-
-def _batch_job(plan: Plan, fw: Framework, launch: Any, names: dict[str, str], options: RenderOptions,
-               image: str, gpus: int) -> dict[str, Any]:
+def _batch_job(plan: Plan, fw: Framework, launch: Any, rp, names: dict[str, str], options: RenderOptions,
+               image: str) -> dict[str, Any]:
     env = _env(launch.env, plan, launch.secrets, options.secret_name)
+    pool = rp.pools[0]
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [{
+            "name": "trainer", "image": image, "workingDir": "/workspace",
+            "command": ["/bin/sh", "-c", "cp /etc/rl-advisor/* /workspace/ && exec bash run_trl.sh"],
+            "env": env,
+            "resources": _pod_resources(pool.cpus_per_pod, pool.memory_gib_per_pod, pool.gpu_resource,
+                                        pool.gpus_per_pod),
+            "volumeMounts": [{"name": "run-files", "mountPath": "/etc/rl-advisor", "readOnly": True},
+                             {"name": "workspace", "mountPath": "/workspace"}]}],
+        "volumes": [{"name": "run-files", "configMap": {"name": names["config_map"]}},
+                    {"name": "workspace", "emptyDir": {}}]}
+    if pool.node_selector:
+        spec["nodeSelector"] = dict(pool.node_selector)
     return {
         "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": names["job"], "namespace": options.namespace,
-                     "labels": {QUEUE_LABEL: names["local_queue"], "app.kubernetes.io/managed-by": "rl-advisor"},
+        "metadata": {"name": names["job"], "namespace": rp.namespace,
+                     "labels": {QUEUE_LABEL: rp.local_queue, "app.kubernetes.io/managed-by": "rl-advisor"},
                      "annotations": {"rl-advisor/framework": f"{fw.value} {framework_version(fw)}",
                                      "rl-advisor/version": rl_advisor_version()}},
-        "spec": {
-            "suspend": True,
-            "backoffLimit": 0,
-            "template": {"spec": {
-                "restartPolicy": "Never",
-                "containers": [{
-                    "name": "trainer", "image": image, "workingDir": "/workspace",
-                    "command": ["/bin/sh", "-c", "cp /etc/rl-advisor/* /workspace/ && exec bash run_trl.sh"],
-                    "env": env,
-                    "resources": _pod_resources(plan, gpus),
-                    "volumeMounts": [{"name": "run-files", "mountPath": "/etc/rl-advisor", "readOnly": True},
-                                     {"name": "workspace", "mountPath": "/workspace"}]}],
-                "volumes": [{"name": "run-files", "configMap": {"name": names["config_map"]}},
-                            {"name": "workspace", "emptyDir": {}}]}},
-        },
+        "spec": {"suspend": True, "backoffLimit": 0, "template": {"spec": spec}},
     }
 
 
 def manifests(plan: Plan, fw: Framework, launch: Any, artifacts: list[Artifact], options: RenderOptions,
               notes: list[str]) -> list[dict[str, Any]]:
-    names = _names(plan, options)
+    rp = resource_plan(plan, options.namespace, notes)
+    if options.queue_name:
+        rp = rp.model_copy(update={"local_queue": options.queue_name})
+    job = dns_name(plan.name)
     image = options.image or DEFAULT_IMAGES[fw]
     if options.image is None:
         notes.append(f"k8s: no image given; manifests use the placeholder {image!r} (set options.image)")
     if fw == Framework.TRL:
-        gpus = 0 if is_cpu(plan) else plan.hardware.gpus_per_node
-        if plan.hardware.nodes > 1:
+        if len(rp.pools) > 1 or rp.pools[0].pods > 1:
             notes.append("k8s: the TRL Job runs one pod (one node); multi-node TRL needs one pod per node "
                          "(e.g. a JobSet) with accelerate's machine_rank set per pod")
+            rp = rp.model_copy(update={"pools": rp.pools[:1]})
+        names = {"job": job, "config_map": f"{job}-files"}
         cm = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": names["config_map"], "namespace": options.namespace},
-              "data": {a.name: a.content for a in artifacts if a.framework == Framework.TRL}}
-        docs = _kueue(plan, names, options.namespace, 1, gpus) + [cm]
-        docs.append(_batch_job(plan, fw, launch, names, options, image, gpus))
-        return docs
-    total_pods = sum(p.nodes for p in _gpu_pools(plan))
-    gpus = sum(p.gpus for p in _gpu_pools(plan))
-    return _kueue(plan, names, options.namespace, total_pods + 1, gpus) + \
-        [_rayjob(plan, fw, launch, names, options, image)]
+              "metadata": {"name": names["config_map"], "namespace": rp.namespace},
+              "data": {a.name: a.content for a in artifacts if a.framework == Framework.TRL and a.kind != "ray_job"}}
+        return _kueue(rp, head=False) + [cm, _batch_job(plan, fw, launch, rp, names, options, image)]
+    return _kueue(rp, head=True) + [_rayjob(plan, fw, launch, rp, job, options, image)]
 
 
 def manifests_artifact(plan: Plan, fw: Framework, launch: Any, artifacts: list[Artifact], base: dict[str, Any],

@@ -54,10 +54,24 @@ def render_config(plan: Plan, framework: Framework | None = None,
     builder = {Framework.VERL: _verl, Framework.TRL: _trl, Framework.OPENRLHF: _openrlhf,
                Framework.NEMO_RL: _nemo}[fw]
     artifacts, launch = builder(plan, d, carry, notes, base, env)
+    _placement_notes(plan, notes)
     artifacts.append(_ray_job(plan, fw, launch, base, env, options))
     artifacts.append(k8s_map.manifests_artifact(plan, fw, launch, artifacts, base, env, options, notes))
     return RenderedConfig(framework=fw, method=plan.method, stamp=stamp, artifacts=artifacts,
                           not_carried=carry.items, notes=notes)
+
+
+def _placement_notes(plan: Plan, notes: list[str]) -> None:
+    """Surface what H3's Ray resource plan says cannot be placed (Ray would wait forever)."""
+    if is_cpu(plan):
+        return
+    try:
+        from advisor.placement.resources import ray_resources
+
+        rr = ray_resources(plan)
+    except Exception:  # noqa: BLE001 - unknown GPU etc.: rendering does not depend on it
+        return
+    notes.extend(f"ray placement: {p}" for p in rr.problems)
 
 
 # --------------------------------------------------------------------------- shared context
