@@ -65,7 +65,7 @@ def build_model(spec: ModelSpec, dtype, device: str, attn: str):
     cfg = transformers.AutoConfig.for_model(spec.architecture, **hf_config_kwargs(spec))
     cfg._attn_implementation = attn
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=dtype)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype)
     return model.to(device)
 
 
@@ -147,7 +147,10 @@ def calibrate(spec: ModelSpec, tokens: int, device: str = "cpu", dtype_name: str
     # forward + backward
     model.train()
     if recompute == "full":
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.config.use_cache = False
     if cuda:
         torch.cuda.synchronize()
