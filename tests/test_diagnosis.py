@@ -459,3 +459,50 @@ def test_each_rule_fires_on_its_failure(category: str) -> None:
     f = cats[category]
     assert f.evidence and f.evidence[0].kind == "metric" and f.evidence[0].values
     assert f.fixes and all(fx.framework == "trl" for fx in f.fixes if category != "low_throughput")
+
+
+def _random_healthy(seed: int) -> str:
+    """A healthy run with random length, noise, trends and format (veRL, TRL JSONL/console, OpenRLHF)."""
+    rng = random.Random(seed)
+    n = rng.choice([3, 5, 8, 15, 40, 120, 400])
+    r0 = rng.uniform(0, 0.5)
+    r1 = r0 + rng.uniform(-0.05, 0.4)
+    e0, edrop = rng.uniform(0.2, 1.2), rng.uniform(0, 0.6)
+    kl1, l0, lg = rng.uniform(0, 0.06), rng.uniform(50, 2000), rng.uniform(0.8, 1.8)
+    clip, gsig, gmed = rng.uniform(0, 0.03), rng.uniform(0.1, 0.4), rng.uniform(0.05, 2.0)
+    noise, fz, gshare = rng.uniform(0.01, 0.1), rng.uniform(0.05, 0.45), rng.uniform(0.15, 0.45)
+    out = []
+    for i in range(n):
+        f = i / max(1, n - 1)
+        m = {"entropy": e0 * (1 - edrop * f) * math.exp(rng.gauss(0, noise)),
+             "kl": max(0.0, kl1 * f + rng.gauss(0, 0.002)), "grad_norm": gmed * math.exp(rng.gauss(0, gsig)),
+             "reward": r0 + (r1 - r0) * f + rng.gauss(0, noise), "reward_std": abs(rng.gauss(0.3, 0.05)),
+             "frac_reward_zero_std": min(1.0, abs(rng.gauss(fz, 0.05))), "loss": rng.gauss(0, 0.01),
+             "completions/mean_length": l0 * (1 + (lg - 1) * f) * math.exp(rng.gauss(0, noise)),
+             "completions/clipped_ratio": abs(rng.gauss(clip, clip / 4 + 1e-4)), "learning_rate": 1e-6}
+        kind = seed % 4
+        if kind == 0:
+            out.append(json.dumps({"step": i + 1, **m}))
+        elif kind == 1:
+            out.append(str({k: f"{v:.4g}" for k, v in m.items()}))
+        elif kind == 2:
+            out.append(f"INFO 01-01 00:00:00 ppo_trainer.py:1] Global step {i + 1}: {m}")
+        else:
+            verl = {"actor/entropy": m["entropy"], "actor/kl_loss": m["kl"], "actor/grad_norm": m["grad_norm"],
+                    "critic/score/mean": m["reward"], "critic/score/max": 1.0, "critic/score/min": 0.0,
+                    "critic/advantages/max": 1.5, "critic/advantages/min": -1.5,
+                    "response_length/mean": m["completions/mean_length"],
+                    "response_length/clip_ratio": m["completions/clipped_ratio"],
+                    "timing_s/gen": 100 * gshare, "timing_s/step": 100.0}
+            out.append(f"step:{i + 1} - " + " - ".join(f"{k}:np.float64({v})" for k, v in verl.items()))
+    return "\n".join(out) + "\n"
+
+
+def test_random_healthy_runs_get_no_error() -> None:
+    loud = {}
+    for seed in range(80):
+        diag = diagnose_text(_random_healthy(seed))
+        errors = [(f.category, f.summary) for f in diag.findings if f.severity == "error"]
+        if errors:
+            loud[seed] = errors
+    assert not loud, loud
