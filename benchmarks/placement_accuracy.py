@@ -95,9 +95,25 @@ def loss(rows: list[dict[str, Any]]) -> float:
     return sum(sum(v) / len(v) for v in per_case.values()) / max(len(per_case), 1)
 
 
+PRIOR_WEIGHT = 0.02
+"""Weight of the log-normal prior per factor, against the per-case mean squared log error."""
+
+
+def priors() -> dict[str, float]:
+    from advisor.placement.timemodel import load_table
+
+    return {k: float(v["prior"]) for k, v in load_table()["factors"].items() if "prior" in v}
+
+
+def objective(cases: list[TimeCase], f: dict[str, float], prior: dict[str, float]) -> float:
+    reg = sum(math.log(f[k] / p) ** 2 for k, p in prior.items() if k in f and f[k] > 0)
+    return loss(evaluate(cases, f)) + PRIOR_WEIGHT * reg
+
+
 def fit(cases: list[TimeCase], start: dict[str, float]) -> dict[str, float]:
+    prior = priors()
     f = dict(start)
-    best = loss(evaluate(cases, f))
+    best = objective(cases, f, prior)
     step = 2.0
     while step > 1.02:
         improved = False
@@ -107,7 +123,7 @@ def fit(cases: list[TimeCase], start: dict[str, float]) -> dict[str, float]:
                 trial[key] = f[key] * mult
                 if key in BOUNDED and trial[key] > 1.0:
                     continue
-                val = loss(evaluate(cases, trial))
+                val = objective(cases, trial, prior)
                 if val < best - 1e-9:
                     f, best, improved = trial, val, True
         if not improved:
