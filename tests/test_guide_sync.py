@@ -307,3 +307,12 @@ def test_role_table_agrees_with_choose_methods_resident_roles():
             # RLAIF and rejection sampling generate as an offline batch stage, not per step
             if row[col["rollout engine"]] in ("✔", "✘") and m not in ("rlaif", "rejection_sampling"):
                 assert (row[col["rollout engine"]] == "✔") == facts["on_policy"], (row[0], m, "on_policy")
+
+
+def test_constants_named_in_the_memory_prose_exist():
+    constants = yaml.safe_load((DATA / "memory_constants.yaml").read_text(encoding="utf-8"))["constants"]
+    prose = regen.BLOCK.sub("", (GUIDE / "memory-budgeting.md").read_text(encoding="utf-8"))
+    named = {n for n in re.findall(r"`([a-z]+(?:_[a-z0-9]+)+)`", prose)
+             if re.search(r"_(per_element|tokens|gib|fraction|factor|per_param)$", n)}
+    assert len(named) >= 4, named
+    assert named <= set(constants), f"not in memory_constants.yaml: {sorted(named - set(constants))}"
