@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from advisor.errors import AdvisorError
 from advisor.plan import Plan, plan_from_dict, plan_to_yaml
@@ -321,7 +321,7 @@ def _write_artifacts(rendered: Any, spec: LaunchSpec) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- tools
 
 
-def launch_run(plan: Plan, backend: BackendName = "local", confirm: bool = False,
+def launch_run(plan: Plan, backend: BackendName = "local", confirm: StrictBool = False,
                address: str | None = None, namespace: str | None = None,
                context: str | None = None) -> LaunchResult:
     """Launch a Plan on a backend. Without confirm=true this is a DRY RUN that only shows what
@@ -498,7 +498,7 @@ def run_metrics(run_id: str, max_points: int = 200) -> RunMetrics:
     return report
 
 
-def stop_run(run_id: str, confirm: bool = False) -> StopResult:
+def stop_run(run_id: str, confirm: StrictBool = False) -> StopResult:
     """Stop a run by its registry id. A DRY RUN unless confirm is true."""
     from backends import get_backend
 
