@@ -128,10 +128,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{diag['peak_rss_mb'] - diag['rss_before_mb']:>15.1f} | {diag['points']:>7}  "
               f"{', '.join(diag['findings'])}")
     if len(rows) > 1:
+        # marginal cost between sizes: start-up (imports, tables) cancels out; equal = linear
+        print()
+        for (n0, _, _, d0, _), (n1, _, _, d1, _) in zip(rows, rows[1:]):
+            print(f"marginal cost {n0:,} -> {n1:,} lines: {1e6 * (d1['seconds'] - d0['seconds']) / (n1 - n0):.2f} us/line")
         first, last = rows[0], rows[-1]
-        growth = (last[3]["seconds"] / last[0]) / (first[3]["seconds"] / first[0])
-        print(f"\nper-line cost at {last[0]:,} vs {first[0]:,} lines: x{growth:.2f} (1.0 = linear); "
-              f"peak RSS growth: {last[3]['peak_rss_mb'] - first[3]['peak_rss_mb']:+.1f} MB")
+        print(f"peak RSS growth {first[0]:,} -> {last[0]:,} lines: "
+              f"{last[3]['peak_rss_mb'] - first[3]['peak_rss_mb']:+.1f} MB")
     return 0
 
 
