@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
@@ -58,24 +57,28 @@ class TranslationResult(BaseModel):
 def write_artifacts(rendered: RenderedConfig, output_dir: str) -> list[str]:
     """Write every artifact under ``output_dir`` (created); launch scripts are made executable.
 
-    Artifact names are fixed by the renderer (never user input), so they stay inside the folder.
+    The folder goes through ``safe_paths.writable_dir`` (confined to the allowed roots when the
+    call comes from an MCP client). Artifact names are fixed by the renderer, and files are
+    opened with O_NOFOLLOW so a symlink planted at an artifact's name is not followed.
     """
     from rl_advisor.safe_paths import writable_dir
 
-    root = writable_dir(output_dir, field="output_dir")  # confined to the allowed roots over MCP
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise AdvisorError(f"cannot create the folder: {exc.strerror}", field="output_dir",
-                           value=output_dir) from None
+    root = writable_dir(output_dir, field="output_dir")
     written = []
     for art in rendered.artifacts:
         path = root / art.name
-        if path.resolve().parent != root.resolve():
+        if path.parent != root:
             raise AdvisorError("artifact name escapes the output folder", field="artifact", value=art.name)
-        path.write_text(art.content, encoding="utf-8")
-        if art.format == "shell":
-            os.chmod(path, 0o755)
+        mode = 0o755 if art.format == "shell" else 0o644
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(path, flags, mode)
+        except OSError as exc:
+            raise AdvisorError(f"cannot write {art.name}: {exc.strerror}", field="output_dir",
+                               value=output_dir) from None
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(art.content)
+        os.chmod(path, mode)
         written.append(str(path))
     return written
 
