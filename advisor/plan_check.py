@@ -58,5 +58,12 @@ def validate_plan(plan: Plan) -> PlanCheck:
     if plan.method in (Method.GRPO, Method.DAPO, Method.DR_GRPO, Method.GSPO, Method.RLOO) and \
             (plan.algorithm.group_size or 0) == 1:
         warnings.append("group_size 1 gives a zero group baseline: use n >= 2 (typically 4-16)")
+    per_node = plan.hardware.gpus_per_node
+    if plan.method in ONLINE_METHODS and plan.rollout.tp > per_node:
+        warnings.append(f"rollout.tp {plan.rollout.tp} spans nodes ({per_node} GPUs per node): "
+                        "cross-node tensor parallelism runs over the network; prefer more engines")
+    for role, rm in plan.roles().items():
+        if rm.parallel.tp > per_node:
+            warnings.append(f"{role}.parallel.tp {rm.parallel.tp} spans nodes ({per_node} GPUs per node)")
     return PlanCheck(warnings=warnings, resident_roles=resident_roles(plan),
                      online=plan.method in ONLINE_METHODS, plan_yaml=plan_to_yaml(plan))

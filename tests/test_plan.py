@@ -30,7 +30,7 @@ def test_example_plan_loads_and_round_trips_byte_identically():
         (("data", "train_batch_size"), -4, "plan.data.train_batch_size"),
         (("data", "mini_batch_size"), 4096, "plan.data"),
         (("memory", "rollout_memory_fraction"), 1.5, "plan.memory.rollout_memory_fraction"),
-        (("rollout", "tp"), 16, "plan"),
+        (("rollout", "tp"), 16, "plan"),  # 16 > the 8 GPUs of the example's hardware
         (("hardware", "gpus_per_node"), 0, "plan.hardware.gpus_per_node"),
         (("method",), "ppo2", "plan.method"),
         (("algorithm", "group_size"), 0, "plan.algorithm.group_size"),
