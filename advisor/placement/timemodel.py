@@ -418,7 +418,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None) -> StepTim
     if d.mean_response_length is None:
         assumptions.append(f"mean response length {resp_mean:.0f} tokens assumed "
                            f"({constant('default_response_fill'):.0%} of max); set data.mean_response_length")
-    dist = LengthDist(resp_mean, d.max_response_length, constant("response_length_sigma"))
+    dist = LengthDist(resp_mean, d.max_response_length, f["response_length_sigma"])
     if plan.method in OFFLINE_METHODS:
         seqs = prompts * (2 if plan.method in (Method.DPO, Method.ORPO, Method.SIMPO, Method.REWARD_MODEL) else 1)
     remove_padding = plan.memory.remove_padding
