@@ -386,3 +386,10 @@ def test_memory_check_falls_back_to_a_lower_bound_without_budget_memory(monkeypa
         mode="colocated", pools=pools(("all", 1, 8, ["policy", "reference", "rollout"]))))
     fits, pools_, _ = memory_verdict(big)
     assert not fits and pools_[0].headroom_gib < 0  # 72B x 16 B / 8 = 145 GB > 80 GiB
+
+
+def test_modes_limit_the_layouts_searched() -> None:
+    plan = plan_from_yaml(example_plan_path().read_text())
+    report = plan_placement(plan, top_k=10, modes=["colocated", "split"])
+    assert {c.layout for c in report.ranked} <= {"colocated", "split"}
+    assert report.candidates_considered > 0

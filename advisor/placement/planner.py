@@ -18,7 +18,7 @@ from pydantic import validate_call
 
 from advisor.errors import AdvisorError, FieldProblem
 from advisor.placement.enumerate import candidates
-from advisor.placement.models import (Candidate, CostEstimate, PlacementReport, PoolHeadroom, Rejection,
+from advisor.placement.models import (Candidate, CostEstimate, Layout, PlacementReport, PoolHeadroom, Rejection,
                                       TimeModelInfo)
 from advisor.placement.resources import k8s_resources, ray_resources
 from advisor.placement.rules import check_plan
@@ -193,12 +193,13 @@ def evaluate_given(plan: Plan) -> tuple[Candidate | None, list[str]]:
 
 @validate_call
 def plan_placement(plan: Plan, price_per_gpu_hour: float | None = None, steps: int | None = None,
-                   top_k: int = 5) -> PlacementReport:
+                   top_k: int = 5, modes: list[Layout] | None = None) -> PlacementReport:
     """Rank placements of ``plan`` (layout, pools, per-role parallelism, rollout TP x engines) by
     predicted step time, after pruning with the frameworks' rules and the memory budget. Returns the
     best as an updated Plan, why the runner-up lost, the plan-as-given under the same model, Ray
     placement groups and Kubernetes/Kueue resources, and GPU-hours/cost for ``steps`` steps
-    (default: data.total_steps) at ``price_per_gpu_hour`` (default: objective.budget.price_per_gpu_hour)."""
+    (default: data.total_steps) at ``price_per_gpu_hour`` (default: objective.budget.price_per_gpu_hour).
+    ``modes`` limits the layouts searched (e.g. colocated and split only, to stay on-policy)."""
     _check_args(price_per_gpu_hour, steps, top_k)
     scored: list[tuple[float, str, Plan, Any]] = []
     rejections: dict[str, Rejection] = {}
@@ -214,6 +215,8 @@ def plan_placement(plan: Plan, price_per_gpu_hour: float | None = None, steps: i
     considered = 0
     given, given_problems = evaluate_given(plan)
     for label, cand in candidates(plan):
+        if modes and cand.placement.mode not in modes:
+            continue
         considered += 1
         key = _key(cand)
         if key in seen:
