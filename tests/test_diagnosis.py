@@ -352,6 +352,12 @@ SIGNATURE_TABLE = [
      "Timeout(ms)=600000)\nray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n",
      "nccl_timeout"),
     ("Workers (tasks / actors) killed due to memory pressure (OOM): 3\n", "oom_host_cpu"),
+    ('  File "/x/verl/workers/rollout/vllm_rollout.py", line 10, in update_weights\n'
+     "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=BROADCAST, "
+     "Timeout(ms)=600000)\n", "vllm_weight_sync_failure"),
+    ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=BROADCAST, "
+     'Timeout(ms)=600000)\nTraceback (most recent call last):\n  File "/x/openrlhf/trainer/ray/ppo_actor.py", '
+     "line 10, in _broadcast_to_vllm\n", "vllm_weight_sync_failure"),
     ("AssertionError: max_prompt_length + max_response_length exceeds max_position_embeddings 4096\n",
      "sequence_length_exceeds_model"),
     ("(A) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force\n"

@@ -156,6 +156,9 @@ class SignatureScanner:
             | {tr.lower() for sig in self._requiring for tr in sig.row.get("requires_triggers", [])})
         self._hits: dict[str, SigHit] = {}
         self._requires_met: set[str] = set()
+        # a signature re-read in context: e.g. an NCCL timeout next to weight-sync frames
+        self._upgrades = {sig.id: sig.row["context_upgrade"] for sig in self._sigs if sig.row.get("context_upgrade")}
+        self._pending_upgrades: list[tuple[int, int, str, dict]] = []  # (deadline, line, text, rule)
         self._ratio_before: dict[str, tuple[int, int]] = {}
         self.ratios: list[dict[str, Any]] = []
         self.gpu_oom: list[tuple[int, str, int | None]] = []  # (line, text, phase index)
@@ -182,6 +185,8 @@ class SignatureScanner:
             self._vote(low)
         if not prose and (t[0] == "{" or ("step:" in t and " - " in t) or "Global step" in t):
             return  # metric records are read by the metric rules
+        if self._pending_upgrades:
+            self._check_upgrades(line_no, t, low)
         if not self._any_interest.search(low):  # the common case: a line nothing cares about
             self._ring.append((line_no, t[:300], ()))
             return
@@ -210,6 +215,8 @@ class SignatureScanner:
                     if hit is None:
                         hit = self._hits[sig.id] = SigHit(sig.id, sig.category, sig.severity, sig.row)
                     hit.add(line_no, t, prose, m.groupdict())
+                    if not prose and sig.id in self._upgrades:
+                        self._start_upgrade(line_no, t, self._upgrades[sig.id])
                     break
         phases = self._phases_in(low, t) if has_marker else ()
         if any(tr in low for tr in self._gpu_triggers) and any(p.search(t) for p in self._gpu_patterns):
@@ -225,6 +232,34 @@ class SignatureScanner:
             if len(target) < MAX_LINES_KEPT:
                 target.append((line_no, t[:300]))
         self._ring.append((line_no, t[:300], phases))
+
+    def _start_upgrade(self, line_no: int, t: str, rule: dict) -> None:
+        markers = [m.lower() for m in rule["markers"]]
+        window = int(rule.get("window", 40))
+        for n, text, _ in list(self._ring)[-window:]:
+            if any(mk in text.lower() for mk in markers):
+                self._upgrade_hit(rule, (line_no, t), (n, text))
+                return
+        if len(self._pending_upgrades) < MAX_LINES_KEPT:
+            self._pending_upgrades.append((line_no + window, line_no, t[:300], rule))
+
+    def _check_upgrades(self, line_no: int, t: str, low: str) -> None:
+        keep = []
+        for deadline, n, text, rule in self._pending_upgrades:
+            if any(mk.lower() in low for mk in rule["markers"]):
+                self._upgrade_hit(rule, (n, text), (line_no, t))
+            elif line_no <= deadline:
+                keep.append((deadline, n, text, rule))
+        self._pending_upgrades = keep
+
+    def _upgrade_hit(self, rule: dict, first: tuple[int, str], context: tuple[int, str]) -> None:
+        target = next(sig for sig in self._sigs if sig.id == rule["to"])
+        hit = self._hits.get(target.id)
+        if hit is None:
+            hit = self._hits[target.id] = SigHit(target.id, target.category, target.severity, target.row)
+        hit.add(first[0], first[1], False)
+        hit.add(context[0], context[1], False)
+        hit.note = rule.get("note", "").format(line=context[0])
 
     def _phases_in(self, low: str, t: str) -> tuple[int, ...]:
         phases = tuple(i for i, (_, markers) in enumerate(self._phases) if any(mk in low for mk in markers))
