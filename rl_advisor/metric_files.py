@@ -9,7 +9,6 @@ pass with memory bounded by the chunk size.
 from __future__ import annotations
 
 import codecs
-import math
 from pathlib import Path
 from typing import Iterator
 
