@@ -121,6 +121,10 @@ def test_trainer_killed_mid_run_fails_with_reason_and_keeps_metrics(workspace: d
     assert m.points >= 5 and m.last_step >= 5  # metrics so far are kept
     # nothing of the run is left running
     pgid = json.loads((Path(res.run_dir) / "runner.json").read_text())["runner_pid"]
+    deadline = time.monotonic() + 10  # the runner itself exits just after writing exit.json
+    while _live_group_members(pgid) and time.monotonic() < deadline:
+        run_status(res.run_id)  # reaps the finished runner
+        time.sleep(0.1)
     assert _live_group_members(pgid) == []
 
 
