@@ -190,3 +190,37 @@ def test_deterministic_and_fast():
     for a, b in zip(first, second):
         assert [x.content for x in a.artifacts] == [x.content for x in b.artifacts]
     assert per_render < 0.05, f"{per_render * 1000:.1f} ms per render"
+
+
+# --------------------------------------------------------------------------- memory / placement variants
+
+VARIANTS = {
+    "megatron-tp2-pp2": {"memory": {"train_backend": "megatron"}, "policy": {"parallel": {"tp": 2, "pp": 2}}},
+    "fsdp2-lora-offload": {"memory": {"train_backend": "fsdp2", "lora_rank": 32, "param_offload": True,
+                                      "optimizer_offload": True, "ref_offload": True}},
+    "dynamic-bsz": {"data": {"use_dynamic_bsz": True, "max_token_len_per_gpu": 16384}},
+    "split-pools": {"placement": {"mode": "split", "pools": [
+        {"name": "train", "nodes": 1, "gpus_per_node": 4, "roles": ["policy", "reference"]},
+        {"name": "gen", "nodes": 1, "gpus_per_node": 4, "roles": ["rollout"]}]}},
+    "two-nodes-zero2": {"hardware": {"nodes": 2}, "memory": {"train_backend": "deepspeed", "zero_stage": 2}},
+    "kl-in-reward-sglang": {"algorithm": {"kl_in_reward": True, "kl_estimator": "k1"}, "rollout": {"engine": "sglang"}},
+}
+
+
+def _merge(a: dict, b: dict) -> None:
+    for k, v in b.items():
+        if isinstance(v, dict) and isinstance(a.get(k), dict):
+            _merge(a[k], v)
+        else:
+            a[k] = v
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("framework", [Framework.VERL, Framework.OPENRLHF, Framework.TRL, Framework.NEMO_RL],
+                         ids=lambda f: f.value)
+def test_variants_validate(variant: str, framework: Framework):
+    data = plan_for(Method.GRPO, framework).model_dump(mode="json", exclude_none=True)
+    _merge(data, copy.deepcopy(VARIANTS[variant]))
+    rendered = render_config(Plan.model_validate(data))
+    failed = [(r.artifact, r.errors) for r in validate_rendered(rendered) if not r.ok or r.skipped]
+    assert not failed

@@ -156,6 +156,16 @@ def _run_rules(cfg) -> tuple[str, list[str], list[str]]:
     try:
         with contextlib.redirect_stdout(out):
             validate_config(cfg, use_reference_policy=use_ref, use_critic=False)
+    except ImportError as exc:
+        # validate_config's last step (LoRA with vLLM) imports verl's GPU-side rollout package;
+        # every other check has run by then. Apply that step's rule (vLLM's MaxLoRARanks).
+        rank = _lora_rank(cfg)
+        if not rank or cfg.actor_rollout_ref.rollout.name != "vllm":
+            errors.append(_root_message(exc))
+        else:
+            warnings.append(f"vLLM LoRA-rank step checked by rl-advisor ({exc.name or exc}: not importable on CPU)")
+            if rank > 512:
+                errors.append(f"lora_rank must be less than or equal to 512, but got {rank}")
     except Exception as exc:  # noqa: BLE001 - assert/ValueError/InstantiationException all mean rejected
         errors.append(_root_message(exc))
     if use_critic and not errors:
@@ -176,6 +186,15 @@ def _run_rules(cfg) -> tuple[str, list[str], list[str]]:
                             "(veRL's critic check loads its HF config)")
             errors += _fallback_critic(cfg)
     return "hydra compose + verl.utils.config.validate_config", errors, warnings
+
+
+def _lora_rank(cfg) -> int:
+    model = cfg.actor_rollout_ref.model
+    lora = model.get("lora", {}) or {}
+    rank = lora.get("rank", 0) or 0
+    if rank <= 0:
+        rank = model.get("lora_rank", 0) or 0
+    return 0 if lora.get("merge", False) else int(rank)
 
 
 def _root_message(exc: BaseException) -> str:
