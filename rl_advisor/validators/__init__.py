@@ -6,11 +6,23 @@ per-format modules, only when that artifact kind is validated.
 
 from __future__ import annotations
 
+import threading
+
 from advisor.plan import Framework
 from advisor.render.models import Artifact, RenderedConfig, ValidationResult
 
 
+_LOCK = threading.Lock()
+"""Validators touch process-global state (Hydra's GlobalHydra, sys.modules for verl's config
+package, redirected stdout so framework prints never reach an MCP stdio stream): one at a time."""
+
+
 def validate_artifact(artifact: Artifact) -> ValidationResult:
+    with _LOCK:
+        return _validate(artifact)
+
+
+def _validate(artifact: Artifact) -> ValidationResult:
     kind, fw = artifact.kind, artifact.framework
     if kind == "k8s_manifest":
         from rl_advisor.validators import k8s
