@@ -28,6 +28,7 @@ import json
 import math
 import os
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -358,6 +359,7 @@ class Tally:
     accepted: int = 0
     failures: list[str] = field(default_factory=list)
     per_tool: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 def check(call: Call, result: Any, tally: Tally) -> None:
@@ -429,7 +431,9 @@ def _fuzz(portal: Any, client: Any, budget: int, tally: Tally,
     @given(st.lists(tool_calls(tools, deep_levels), min_size=BATCH, max_size=BATCH))
     def run_batch(calls: list[Call]) -> None:
         for call in calls:
+            t0 = time.perf_counter()
             result = portal.call(client.call_tool, call.tool, _expand(call.arguments))
+            tally.seconds[call.tool] = tally.seconds.get(call.tool, 0.0) + time.perf_counter() - t0
             check(call, result, tally)
         alive = portal.call(client.call_tool, "validate_plan", {"plan": _liveness_plan()})
         tally.calls += 1
@@ -440,7 +444,9 @@ def _fuzz(portal: Any, client: Any, budget: int, tally: Tally,
 
 def _report(tally: Tally, where: str) -> None:
     print(f"\n{where}: {tally.calls} calls, {tally.accepted} accepted, {tally.rejected} rejected; "
-          f"per tool: {json.dumps(tally.per_tool, sort_keys=True)}", file=sys.stderr)
+          f"per tool: {json.dumps(tally.per_tool, sort_keys=True)}; slowest: "
+          f"{sorted(((round(v, 1), k) for k, v in tally.seconds.items()), reverse=True)[:4]}",
+          file=sys.stderr)
     assert not tally.failures, f"{len(tally.failures)} bad answers, first ones:\n" + \
         "\n".join(tally.failures[:15])
 
