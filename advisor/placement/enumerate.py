@@ -75,10 +75,10 @@ def layouts(plan: Plan) -> Iterator[Layout]:
             # actor+ref on one half of the training GPUs, critic/reward on the other
             if tn > 1 and tn % 2 == 0:
                 a, b = Pool(name="actor", nodes=tn // 2, gpus_per_node=tg, roles=core), \
-                    Pool(name="critic", nodes=tn // 2, gpus_per_node=tg, roles=side)
+                    Pool(name="critic-reward" if len(side) > 1 else side[0], nodes=tn // 2, gpus_per_node=tg, roles=side)
             elif tg % 2 == 0:
                 a, b = Pool(name="actor", nodes=tn, gpus_per_node=tg // 2, roles=core), \
-                    Pool(name="critic", nodes=tn, gpus_per_node=tg // 2, roles=side)
+                    Pool(name="critic-reward" if len(side) > 1 else side[0], nodes=tn, gpus_per_node=tg // 2, roles=side)
             else:
                 continue
             yield Layout(f"split actor {a.gpus} + critic/reward {b.gpus} + rollout {rn * rg} ({tag})", "split",

@@ -517,12 +517,20 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None) -> StepTim
         phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_t,
                              f"{k_train:.0f}N FLOPs/token{' (full recompute)' if recompute else ''}, "
                              f"{mini_batches} optimizer steps"))
-        # offloaded states cross the host link every step
+        # offloaded states cross the host link every step. FSDP/Megatron offload moves the
+        # parameter shards in and out around each of the two phases that use them, and the
+        # optimizer states (fp32 master + Adam, 12 B/param) in and out once per update phase;
+        # DeepSpeed's CPU Adam keeps the states on the host and moves bf16 grads down and bf16
+        # params up at every optimizer step.
         moved = 0.0
+        shard = a.params / p.gpus
         if rm.param_offload or (role == "policy" and mk.param_offload):
-            moved += 2 * a.params * 2.0 / p.gpus * 2  # in and out, used by two phases
-        if rm.optimizer_offload or (role == "policy" and mk.optimizer_offload):
-            moved += 2 * a.params * (12.0 if not lora else 0.0) / p.gpus
+            moved += 2 * 2 * shard * 2.0
+        if (rm.optimizer_offload or (role == "policy" and mk.optimizer_offload)) and not lora:
+            if mk.train_backend == "deepspeed":
+                moved += mini_batches * (2.0 + 2.0) * shard
+            else:
+                moved += 2 * 12.0 * shard
         if moved:
             t = moved / dev.host_bw
             phases.append(_Phase("offload_transfer", p.name, p.gpus, t, t, "host_link", 1.0,
