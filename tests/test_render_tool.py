@@ -91,3 +91,28 @@ def test_mcp_schema_of_render_config():
     schema = RenderResult.model_json_schema()
     assert "rendered" in schema["properties"] and "validation" in schema["properties"]
     json.dumps(schema)
+
+
+@pytest.mark.integration
+async def test_render_over_mcp_stdio_keeps_the_protocol_clean(tmp_path):
+    """Validators import frameworks that print (verl's validate_config, OpenRLHF's warnings); over
+    stdio nothing but the protocol may reach stdout, and the result matches the output schema."""
+    import sys
+
+    import jsonschema
+    from mcp import Client, StdioServerParameters
+
+    from tests.conftest import REPO
+
+    plan = json.loads(_plan().model_dump_json(exclude_none=True))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "rl_advisor.mcp_server"],
+                                   env={**os.environ, "RL_ADVISOR_HOME": str(tmp_path)}, cwd=str(REPO))
+    async with Client(params) as client:
+        tool = next(t for t in (await client.list_tools()).tools if t.name == "render_config")
+        for fw in ("verl", "openrlhf", "trl", "nemo_rl"):
+            result = await client.call_tool("render_config", {"plan": plan, "framework": fw})
+            assert not result.is_error, result.content[0].text[:500]
+            jsonschema.validate(result.structured_content, tool.output_schema)
+            assert result.structured_content["valid"] is True
+        refused = await client.call_tool("render_config", {"plan": {**plan, "method": "kto"}, "framework": "verl"})
+        assert refused.is_error and "no KTO" in refused.content[0].text
