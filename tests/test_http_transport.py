@@ -142,6 +142,14 @@ def test_origin_and_host_are_validated(tmp_path: Path) -> None:
         # DNS rebinding: a foreign name that resolves to 127.0.0.1 arrives with its own Host
         assert post(url, {"Host": f"rebind.evil.example:{port}"}).status_code == 421
         assert post(url, {"Host": f"localhost:{port}"}).status_code == 200
+        # hostile bodies are answered, and the server keeps serving
+        huge = {**INIT, "params": {**INIT["params"], "pad": "x" * 5_000_000}}
+        assert post(url, body=huge).status_code == 413
+        r = httpx.post(url, headers=MCP_HEADERS, content=b"\xff\xfe{garbage", timeout=20)
+        assert r.status_code == 400 and r.json()["error"]["code"] == -32700
+        assert httpx.post(url, headers={**MCP_HEADERS, "Content-Type": "text/plain"},
+                          content=json.dumps(INIT), timeout=20).status_code == 400
+        assert post(url).status_code == 200
 
 
 # --------------------------------------------------------------------------- token required
