@@ -48,16 +48,20 @@ BASH = shutil.which("bash") or "bash"
 LAUNCHERS = ["python3", "accelerate", "ray", "deepspeed", "torchrun", "uv"]
 
 
+SPEC = {"name": "tiny", "architecture": "llama", "hidden_size": 64, "num_layers": 2, "num_heads": 4,
+        "num_kv_heads": 2, "head_dim": 16, "intermediate_size": 128, "vocab_size": 100, "source": "test"}
+
+
 def rich_plan_data() -> dict[str, Any]:
     """A plan with every optional string-bearing part set."""
-    role = {"model": "Qwen2.5-0.5B", "path": "/models/base"}
+    role = {"model": "Qwen2.5-0.5B", "path": "/models/base", "spec": dict(SPEC)}
     return {
         "name": "inj", "method": "grpo", "framework": "verl",
         "hardware": {"gpu": "H100", "gpus_per_node": 8, "nodes": 1},
         "policy": dict(role),
-        "reference": {"model": "Qwen2.5-0.5B", "path": "/models/ref"},
-        "reward": {"model": "Qwen2.5-0.5B", "path": "/models/rm"},
-        "critic": {"model": "Qwen2.5-0.5B", "path": "/models/critic"},
+        "reference": {"model": "Qwen2.5-0.5B", "path": "/models/ref", "spec": dict(SPEC)},
+        "reward": {"model": "Qwen2.5-0.5B", "path": "/models/rm", "spec": dict(SPEC)},
+        "critic": {"model": "Qwen2.5-0.5B", "path": "/models/critic", "spec": dict(SPEC)},
         "reward_function": {"path": "rewards/r.py", "name": "compute_score"},
         "algorithm": {"group_size": 4, "kl_coef": 0.001},
         "data": {"train_files": ["data/train.parquet", "data/extra.parquet"], "val_files": ["data/val.parquet"],
@@ -230,6 +234,39 @@ def check_artifact(art, stub_bin: Path, tmp: Path, benign: list[str] | None = No
 
 
 # --------------------------------------------------------------------------- the tests
+
+
+def _model_str_fields(model, prefix: str = "") -> set[str]:
+    """Every str-typed field of a pydantic model tree (list items as .0, dict values as .*)."""
+    import types
+    import typing
+
+    from pydantic import BaseModel
+
+    out: set[str] = set()
+
+    def walk(tp, path):
+        origin = typing.get_origin(tp)
+        if origin in (typing.Union, types.UnionType):
+            for a in typing.get_args(tp):
+                walk(a, path)
+        elif origin is list:
+            walk(typing.get_args(tp)[0], path + ".0")
+        elif origin is dict:
+            walk(typing.get_args(tp)[1], path + ".*")
+        elif isinstance(tp, type) and issubclass(tp, BaseModel):
+            out.update(_model_str_fields(tp, path + "."))
+        elif tp is str:
+            out.add(path)
+
+    for name, f in model.model_fields.items():
+        walk(f.annotation, prefix + name)
+    return out
+
+
+def test_every_string_field_of_the_plan_is_exercised():
+    found = {".".join("*" if p[0] == "env" and i == 1 else str(x) for i, x in enumerate(p)) for p in PATHS}
+    assert _model_str_fields(Plan) <= found, _model_str_fields(Plan) - found
 
 
 def test_fields_are_found_and_free_text_ones_accept_hostile_values():
