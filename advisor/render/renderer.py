@@ -150,6 +150,10 @@ def _verl(plan, d, carry, notes, base, env):
         if cfg != "ppo_trainer":
             launcher.append(f"--config-name={cfg}")
     extra = {}
+    if not plan.logging.output_dir.startswith(("/", "~")) and plan.method != Method.SFT:
+        notes.append("veRL trains inside a Ray actor whose working directory is Ray's job directory: the "
+                     f"relative logging.output_dir {plan.logging.output_dir!r} (checkpoints, metrics file) lands "
+                     "there; use an absolute path to find them")
     if "file" in plan.logging.backends or "jsonl" in plan.logging.backends:
         extra["VERL_FILE_LOGGER_PATH"] = _join(plan.logging.output_dir, "metrics.jsonl")
     if "tensorboard" in plan.logging.backends:

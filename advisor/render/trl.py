@@ -150,6 +150,11 @@ def config(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> dict[str, 
             cfg["vllm_tensor_parallel_size"] = r.tp
             if cfg["vllm_mode"] == "colocate" and r.sleep_level > 0:
                 cfg["vllm_enable_sleep_mode"] = True
+            if cfg["vllm_mode"] == "server":
+                notes.append(f"TRL vllm_mode=server: start `trl vllm-serve --model {plan.policy.weights_path} "
+                             f"--tensor_parallel_size {r.tp} --data_parallel_size {max(1, rp.gpus // r.tp)}` on the "
+                             f"{rp.name} pool's GPUs before run_trl.sh, and give the trainer only the {pp.name} pool's GPUs "
+                             "(CUDA_VISIBLE_DEVICES)")
         elif r.engine == "sglang":
             carry.drop("rollout.engine", "sglang", "TRL generates with vLLM or transformers only")
     else:
