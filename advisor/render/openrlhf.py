@@ -194,8 +194,12 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> Flags:
         f.set("--algo.advantage.gamma", a.gamma)
         f.set("--algo.advantage.lambd", a.lam)
     if method == Method.DAPO or a.dynamic_sampling:
-        f.switch("--algo.dynamic_filtering_enable", True)
-        f.set("--algo.dynamic_filtering_range", [0, 1])
+        if plan.reward_function is not None and plan.reward is None:
+            f.switch("--algo.dynamic_filtering_enable", True)
+            f.set("--algo.dynamic_filtering_range", [0, 1])
+        else:  # OpenRLHF asserts remote_rm_url or agent_func_path for dynamic filtering
+            carry.drop("algorithm.dynamic_sampling", True, "OpenRLHF's dynamic filtering needs a rule-based reward "
+                       "(--reward.remote_url with a reward_func file); not enabled with a reward model")
     if a.overlong_buffer:
         f.set("--reward.overlong_buffer_len", a.overlong_buffer)
     # parallel / memory
