@@ -91,6 +91,7 @@ class Derived:
     gpus_per_node: int
     kl_coef: float
     use_ref: bool
+    clip_high: float  # upper PPO clip; DAPO's clip-higher 0.28 when the plan leaves high == low
 
 
 def derive(plan: Plan, notes: list[str]) -> Derived:
@@ -108,9 +109,14 @@ def derive(plan: Plan, notes: list[str]) -> Derived:
         if not d.use_dynamic_bsz:
             notes.append("data.micro_batch_size_per_gpu not set: rendered 1 (raise it if memory allows)")
     kl = a.kl_coef if a.kl_coef is not None else (0.001 if plan.method in GROUP_METHODS | {Method.PPO, Method.REINFORCE_PP} else 0.0)
+    clip_high = a.clip_ratio_high
+    if plan.method == Method.DAPO and a.clip_ratio_high == a.clip_ratio_low:
+        clip_high = 0.28
+        notes.append("DAPO: algorithm.clip_ratio_high equals clip_ratio_low; rendered DAPO's clip-higher 0.28 "
+                     "(Yu et al. 2025)")
     return Derived(n=n, train_batch=d.train_batch_size, mini_batch=d.mini_batch_size or d.train_batch_size,
                    micro=micro, gpus=plan.hardware.total_gpus, nodes=plan.hardware.nodes,
-                   gpus_per_node=plan.hardware.gpus_per_node, kl_coef=kl, use_ref=kl > 0)
+                   gpus_per_node=plan.hardware.gpus_per_node, kl_coef=kl, use_ref=kl > 0, clip_high=clip_high)
 
 
 # --------------------------------------------------------------------------- GPU pools

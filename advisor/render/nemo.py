@@ -53,7 +53,7 @@ def overrides(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> tuple[s
         add(("loss_fn.reference_policy_kl_penalty", d.kl_coef))
         add(("loss_fn.reference_policy_kl_type", a.kl_estimator))
         add(("loss_fn.ratio_clip_min", a.clip_ratio_low))
-        add(("loss_fn.ratio_clip_max", a.clip_ratio_high))
+        add(("loss_fn.ratio_clip_max", d.clip_high))
         add(("loss_fn.use_kl_in_reward", a.kl_in_reward))
         add(("loss_fn.token_level_loss", a.loss_agg_mode in ("token-mean", "token-sum")))
     if plan.method == Method.DPO:

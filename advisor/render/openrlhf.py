@@ -177,9 +177,8 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> Flags:
     f.set("--algo.kl.init_coef", d.kl_coef)
     f.switch("--algo.kl.use_loss", d.use_ref and not a.kl_in_reward)
     f.set("--algo.kl.estimator", a.kl_estimator)
-    if a.clip_ratio_low != a.clip_ratio_high or method == Method.DAPO:
-        high = a.clip_ratio_high if a.clip_ratio_high != a.clip_ratio_low or method != Method.DAPO else 0.28
-        f.set("--actor.eps_clip_low_high", [a.clip_ratio_low, high])
+    if a.clip_ratio_low != d.clip_high:
+        f.set("--actor.eps_clip_low_high", [a.clip_ratio_low, d.clip_high])
     else:
         f.set("--actor.eps_clip", a.clip_ratio_low)
     if a.entropy_coeff:

@@ -121,8 +121,8 @@ def config(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> dict[str, 
         cfg["top_p"] = a.top_p
         cfg["beta"] = d.kl_coef if method != Method.RLOO or a.kl_coef is not None else 0.05
         cfg["epsilon"] = a.clip_ratio_low
-        if a.clip_ratio_high != a.clip_ratio_low:
-            cfg["epsilon_high"] = a.clip_ratio_high
+        if d.clip_high != a.clip_ratio_low:
+            cfg["epsilon_high"] = d.clip_high
         if a.kl_in_reward:
             carry.drop("algorithm.kl_in_reward", True, "TRL applies KL as a loss term (beta), not as a reward penalty")
         if data.prompt_key != "prompt":

@@ -85,7 +85,7 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> list[tuple[s
         add((f"{ar}.actor.ppo_micro_batch_size_per_gpu", d.micro))
     add((f"{ar}.actor.ppo_epochs", a.epochs_per_batch))
     add((f"{ar}.actor.clip_ratio_low", a.clip_ratio_low))
-    add((f"{ar}.actor.clip_ratio_high", a.clip_ratio_high))
+    add((f"{ar}.actor.clip_ratio_high", d.clip_high))
     add((f"{ar}.actor.entropy_coeff", a.entropy_coeff))
     agg = a.loss_agg_mode
     if plan.method == Method.DR_GRPO:
