@@ -18,7 +18,8 @@ What must hold for every call:
 Tools that launch or stop runs (``read_only=False`` in the registry) only ever get
 ``confirm=false`` and run against the per-test temporary RL_ADVISOR_HOME.
 
-Budget: ``FUZZ_INPROCESS_CALLS`` + ``FUZZ_STDIO_CALLS`` >= 10,000 calls per run (~1 min on 2 cores).
+Budget: ``FUZZ_INPROCESS_CALLS`` + ``FUZZ_STDIO_CALLS`` >= 10,000 calls per run, plus a shorter
+run over Streamable HTTP (1-2 min in all on 2 cores).
 Set RL_ADVISOR_FUZZ_SCALE=10 for a longer local run.
 """
 
@@ -49,6 +50,7 @@ SCALE = max(1, int(os.environ.get("RL_ADVISOR_FUZZ_SCALE", "1")))
 BATCH = 25  # calls per hypothesis example; each example ends with a liveness call
 FUZZ_INPROCESS_CALLS = 8_000 * SCALE
 FUZZ_STDIO_CALLS = 2_000 * SCALE
+FUZZ_HTTP_CALLS = 500 * SCALE  # extra, through Streamable HTTP with the bearer token
 assert FUZZ_INPROCESS_CALLS + FUZZ_STDIO_CALLS >= 10_000
 
 MUTATING_TOOLS = {spec.name for spec in TOOLS if not spec.read_only}
@@ -566,3 +568,56 @@ def test_stdio_server_survives_garbage_lines(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.integration
+def test_fuzz_over_streamable_http_with_token(tmp_path: Path) -> None:
+    """A shorter run through the HTTP transport (token middleware, Origin/Host checks, SSE)."""
+    import socket
+    import subprocess
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k != "RL_ADVISOR_TOKEN"}
+    env["RL_ADVISOR_HOME"] = str(home)
+    proc = subprocess.Popen([sys.executable, "-m", "rl_advisor.mcp_server", "--transport", "http",
+                             "--port", str(port), "--require-token"], env=env, cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        token = (home / "http-token").read_text().strip()
+        tally = Tally()
+        with start_blocking_portal() as portal:
+            http = portal.call(lambda: _async_value(httpx2.AsyncClient(
+                headers={"Authorization": f"Bearer {token}"}, timeout=60)))
+            transport = streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)
+            with portal.wrap_async_context_manager(Client(transport, read_timeout_seconds=30)) as client:
+                _fuzz(portal, client, FUZZ_HTTP_CALLS, tally)
+            portal.call(http.aclose)
+        _report(tally, "http")
+        assert tally.calls >= FUZZ_HTTP_CALLS
+        assert proc.poll() is None, "the HTTP server died"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def _async_value(value: Any) -> Any:
+    return value
+
