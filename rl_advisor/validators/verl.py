@@ -95,8 +95,8 @@ def validate(artifact: Artifact) -> ValidationResult:
     if missing:
         errors.append(f"mandatory keys left unset (???): {', '.join(missing)}")
     validator = name
-    if config_name != "sft_trainer_engine" and not errors:
-        validator, errs, warns = _run_rules(cfg)
+    if not errors:
+        validator, errs, warns = _run_rules(cfg) if config_name != "sft_trainer_engine" else _sft_rules(cfg)
         errors += errs
         warnings += warns
     try:
@@ -195,6 +195,25 @@ def _lora_rank(cfg) -> int:
     if rank <= 0:
         rank = model.get("lora_rank", 0) or 0
     return 0 if lora.get("merge", False) else int(rank)
+
+
+def _sft_rules(cfg) -> tuple[str, list[str], list[str]]:
+    """The SFT trainer itself needs the GPU-side stack to import; its engine and optimizer configs
+    are veRL dataclasses whose __post_init__ checks run on CPU."""
+    try:
+        _bare_verl_package()
+        from verl.utils.config import omega_conf_to_dataclass
+    except Exception as exc:  # noqa: BLE001
+        return "hydra compose on verl sft_trainer_engine", [], [f"verl config classes not importable ({exc}); composed only"]
+    errors = []
+    out = io.StringIO()
+    for section in ("engine", "optim", "checkpoint"):
+        try:
+            with contextlib.redirect_stdout(out):
+                omega_conf_to_dataclass(cfg[section])
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"{section}: " + _root_message(exc))
+    return "hydra compose + verl engine/optim/checkpoint config classes", errors, []
 
 
 def _root_message(exc: BaseException) -> str:
