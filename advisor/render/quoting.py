@@ -203,7 +203,9 @@ def sh_command(launcher: list[Any], argv: list[Any], indent: str = "  ") -> Quot
     lines = [" ".join(sh(w) for w in launcher)] if launcher else []
     group: list[Quoted] = []
     for w in argv:
-        if group and (str(w).startswith("-") or not str(group[0]).startswith("-")):
+        text = str(w)
+        hydra_word = "=" in text and not text.startswith("-")  # key=value override: own line
+        if group and (text.startswith("-") or hydra_word or not str(group[0]).startswith("-")):
             lines.append(" ".join(group))
             group = []
         group.append(sh(w))
