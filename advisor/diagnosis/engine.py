@@ -138,7 +138,8 @@ class DiagnosisSession:
             f.score = _score(f, tax)
         findings.sort(key=lambda f: (-f.score, _first_line(f)))
         notable = [f for f in findings if f.severity in ("error", "warning")]
-        if not self.store.points and not self.line_no:
+        if not self.store.points and not findings:
+            # Nothing measured and nothing recognised: "healthy" would be a claim without evidence.
             status = "no_data"
         else:
             status = "problems" if notable else "healthy"
