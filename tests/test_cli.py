@@ -61,3 +61,10 @@ def test_choose_method_flags_from_objective(capsys):
     assert cli.main(["choose-method", "--task", "math", "--data", "prompts_with_verifier", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["ranked"][0]["on_policy"] is True
+
+
+def test_diagnose_on_unreadable_bytes_says_no_data_not_healthy(tmp_path, capsys):
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(bytes(range(256)) * 20)
+    assert cli.main(["diagnose", str(garbage), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "no_data"
