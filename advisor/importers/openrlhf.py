@@ -46,6 +46,13 @@ def import_openrlhf(text: str) -> ImportResult:
     idx = next((i for i, line in enumerate(lines) if _ENTRY.search(line)), 0)
     env = shell.collect_env(lines, idx)
     words = [shell.expand(w, env) for line in lines[idx:] for w in shell.split_words(line)]
+    # `ray job submit --address ... --runtime-env-json ... -- python3 -m openrlhf.cli.X ...`:
+    # the flags before the module belong to Ray's job submission, not to OpenRLHF.
+    start = next((j for j, w in enumerate(words) if _ENTRY.search(w)), None)
+    if start is not None and start > 0:
+        if any(w == "submit" for w in words[:start]):
+            b.notes.append("ray job submit wrapper skipped: " + " ".join(words[:start])[:200])
+        words = words[start + 1:]
     m = _ENTRY.search(" ".join(lines[idx:idx + 1])) if lines else None
     script = m.group(1) if m else "train_ppo_ray"
     if script not in ("train_ppo_ray",):
