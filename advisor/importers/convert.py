@@ -60,6 +60,31 @@ def _str_list(v: Any) -> list[str]:
     return [_str(s)]
 
 
+def _float_pair(v: Any) -> tuple[float, float]:
+    """argparse ``nargs=2`` floats (``--actor.eps_clip_low_high 0.2 0.28``), read as one space-joined value."""
+    parts = str(v).replace(",", " ").split()
+    if len(parts) != 2:
+        raise ValueError(f"expected two numbers: {v!r}")
+    return _float(parts[0]), _float(parts[1])
+
+
+def _trl_datasets(v: Any) -> list[str]:
+    """TRL DatasetMixtureConfig ``datasets``: a list of {path, data_files, ...}; the files when given,
+    else the dataset path (an HF id or a loader name)."""
+    if not isinstance(v, list):
+        raise ValueError(f"datasets must be a list of mappings: {v!r}")
+    out: list[str] = []
+    for entry in v:
+        if not isinstance(entry, dict) or "path" not in entry:
+            raise ValueError(f"a datasets entry needs a path: {entry!r}")
+        files = entry.get("data_files")
+        if files:
+            out += [str(f) for f in (files if isinstance(files, list) else [files])]
+        else:
+            out.append(str(entry["path"]))
+    return out
+
+
 def _choice(table: dict[str, Any], what: str) -> Callable[[Any], Any]:
     def conv(v: Any) -> Any:
         key = _str(v)
@@ -80,6 +105,8 @@ CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "str": _str,
     "bool": _bool,
     "str_list": _str_list,
+    "float_pair": _float_pair,
+    "trl_datasets": _trl_datasets,
     "model_path": _str,
     "flag": lambda v: True,
     "flag_sleep": lambda v: 1,

@@ -52,6 +52,7 @@ def import_openrlhf(text: str) -> ImportResult:
     if start is not None and start > 0:
         if any(w == "submit" for w in words[:start]):
             b.notes.append("ray job submit wrapper skipped: " + " ".join(words[:start])[:200])
+        _launcher(b, words[:start])
         words = words[start + 1:]
     m = _ENTRY.search(" ".join(lines[idx:idx + 1])) if lines else None
     script = m.group(1) if m else "train_ppo_ray"
@@ -77,6 +78,10 @@ def import_openrlhf(text: str) -> ImportResult:
             if i < len(words) and not words[i].startswith("--"):
                 value = words[i]
                 i += 1
+            row = table.get(legacy.get(flag, flag))
+            if row and row["as"] == "float_pair" and i < len(words) and not words[i].startswith("--"):
+                value = f"{value} {words[i]}"  # argparse nargs=2
+                i += 1
         if flag in legacy and flag not in flags:
             new = legacy[flag]
             b.legacy.append(f"{flag} (OpenRLHF 0.9.5 flat flag; 0.11.2: {new})")
@@ -92,11 +97,64 @@ def import_openrlhf(text: str) -> ImportResult:
         b.apply(flag, value, table.get(flag), flag in flags)
     if b.get("method") is None:
         b.set("method", "ppo" if b.get("critic.path") or "--algo.advantage.estimator" not in b.settings else "grpo")
+    offline = b.get("method") in OFFLINE
     for path, value in DEFAULTS.items():
-        if b.get(path) is None:
+        if b.get(path) is None and not (offline and path in ONLINE_ONLY_DEFAULTS):
             b.set(path, value)
-    _resolve(b)
+    if offline:
+        _resolve_offline(b)
+    else:
+        _resolve(b)
+    _common(b)
     return b.build()
+
+
+OFFLINE = ("dpo", "sft", "reward_model", "kto")
+ONLINE_ONLY_DEFAULTS = ("algorithm.kl_coef", "data.train_batch_size")
+
+
+def _launcher(b: PlanBuilder, words: list[str]) -> None:
+    """``deepspeed --num_gpus N --num_nodes M --module openrlhf.cli.train_X``: the GPUs of an offline run."""
+    for j, w in enumerate(words):
+        flag, _, inline = w.partition("=")
+        value = inline or (words[j + 1] if j + 1 < len(words) else "")
+        target = {"--num_gpus": "pool.actor.gpus_per_node", "--num_nodes": "pool.actor.nodes"}.get(flag)
+        if target and value.isdigit():
+            b.extra[target] = int(value)
+            b.mapped[flag] = target
+
+
+def _resolve_offline(b: PlanBuilder) -> None:
+    """OpenRLHF's DPO/RM/SFT trainers: --train.batch_size is the global batch (pairs or samples) of
+    one optimizer step; --data.max_len bounds prompt + response together; no KL reference term."""
+    ex = b.extra
+    if "train_batch_samples" in ex:
+        b.set("data.train_batch_size", ex["train_batch_samples"])
+        b.set("data.mini_batch_size", ex["train_batch_samples"])
+    else:
+        b.set("data.train_batch_size", 128)  # train_dpo/train_rm/train_sft default --train.batch_size
+        b.notes.append("--train.batch_size not set: OpenRLHF's default 128")
+    total = ex.get("max_total_len")
+    if total:
+        b.set("data.max_prompt_length", total // 2)
+        b.set("data.max_response_length", total - total // 2)
+        b.notes.append(f"--data.max_len {total}: bounds prompt + response together; split evenly")
+    b.set("algorithm.kl_coef", 0.0)
+    b.data.pop("critic", None)
+    _pools(b)
+
+
+def _common(b: PlanBuilder) -> None:
+    ex = b.extra
+    ckpt = ex.get("ckpt_path")
+    if ckpt is not None:
+        out = b.get("logging.output_dir") or "outputs"
+        if ckpt.rstrip("/") == f"{out.rstrip('/')}/checkpoints":
+            b.notes.append(f"--ckpt.path {ckpt}: <output_dir>/checkpoints, follows logging.output_dir")
+        else:
+            b.not_understood.append(f"--ckpt.path={ckpt} (no Plan field: checkpoints go to "
+                                    "<logging.output_dir>/checkpoints when rendered)")
+    b.notes.append("GPU type is not part of an OpenRLHF command line: hardware.gpu keeps the Plan default (H100)")
 
 
 def _resolve(b: PlanBuilder) -> None:
@@ -123,10 +181,36 @@ def _resolve(b: PlanBuilder) -> None:
     if b.get("method") != "ppo":
         b.data.pop("critic", None)
     _pools(b)
-    if ex.get("reward_remote"):
-        b.set("reward_function", {"path": ex["reward_remote"], "name": "remote"})
+    remote = ex.get("reward_remote")
+    if remote and remote.endswith(".py"):
+        b.set("reward_function", {"path": remote, "name": "reward_func"})
+        b.notes.append(f"--reward.remote_url {remote}: a reward function file; OpenRLHF calls its `reward_func`")
+    elif remote:
+        b.set("reward_function", {"path": remote, "name": "remote"})
         b.notes.append("--reward.remote_url: a remote reward service (no reward model on GPUs)")
-    b.notes.append("GPU type is not part of an OpenRLHF command line: hardware.gpu keeps the Plan default (H100)")
+    _variant(b)
+    if "eps_clip_low_high" in ex:
+        low, high = ex["eps_clip_low_high"]
+        b.set("algorithm.clip_ratio_low", low)
+        b.set("algorithm.clip_ratio_high", high)
+    if ex.get("ds_sleep"):
+        b.notes.append("--ds.enable_sleep: DeepSpeed states leave the GPU while vLLM generates (colocate_all); "
+                       "the colocated ledger already keeps training and generation phases apart")
+
+
+def _variant(b: PlanBuilder) -> None:
+    """GRPO variants OpenRLHF renders as group_norm plus a switch: GSPO is
+    --actor.policy_loss_type gspo, DAPO is --algo.dynamic_filtering_enable."""
+    ex = b.extra
+    loss = ex.get("loss_mode")
+    if b.get("method") == "grpo" and loss == "gspo":
+        b.set("method", "gspo")
+        b.notes.append("group_norm with --actor.policy_loss_type gspo: GSPO")
+    elif b.get("method") == "grpo" and b.get("algorithm.dynamic_sampling"):
+        b.set("method", "dapo")
+        b.notes.append("group_norm with --algo.dynamic_filtering_enable: DAPO")
+    elif loss not in (None, "ppo"):
+        b.not_understood.append(f"--actor.policy_loss_type={loss} (no Plan method for it; imported as {b.get('method')})")
 
 
 def _pool(name: str, gpus: int, gpn: int, roles: list[str]) -> dict:

@@ -50,21 +50,68 @@ def _method(data: dict[str, Any], text: str) -> tuple[str, str]:
     return "sft", "no RL or preference keys -> SFTConfig"
 
 
-def import_trl(text: str) -> ImportResult:
+_ACCELERATE_KEYS = {"distributed_type", "compute_environment", "num_processes", "mixed_precision"}
+
+
+def _documents(text: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The TRL config and, when the text also holds one (a second YAML document), the accelerate
+    config it is launched with: the distributed backend and process count live there."""
     try:
-        data = yaml.safe_load(text)
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
         raise AdvisorError(f"not valid YAML: {exc}", field="text", allowed="a TRL config YAML") from None
-    if not isinstance(data, dict):
-        raise AdvisorError("a TRL config must be a YAML mapping", field="text", value=type(data).__name__)
+    if not docs or not all(isinstance(d, dict) for d in docs):
+        raise AdvisorError("a TRL config must be a YAML mapping", field="text",
+                           value=type(docs[0]).__name__ if docs else "empty")
+    accel = [d for d in docs if len(_ACCELERATE_KEYS & set(d)) >= 2]
+    trl_docs = [d for d in docs if d not in accel]
+    if len(trl_docs) != 1 or len(accel) > 1:
+        raise AdvisorError("expected one TRL config YAML, optionally followed by its accelerate config "
+                           "(`---` between them)", field="text", value=f"{len(docs)} YAML documents")
+    return trl_docs[0], (accel[0] if accel else None)
+
+
+def _accelerate(b: PlanBuilder, cfg: dict[str, Any]) -> None:
+    """accelerate config.yaml -> training backend, offload and process count."""
+    kind = str(cfg.get("distributed_type", "NO")).upper()
+    b.mapped["accelerate:distributed_type"] = "memory.train_backend"
+    if kind == "FSDP":
+        fsdp = cfg.get("fsdp_config") or {}
+        b.extra["fsdp"] = "accelerate"
+        b.set("memory.train_backend", "fsdp2" if str(fsdp.get("fsdp_version", 1)) == "2" else "fsdp")
+        b.set("memory.zero_stage", 3 if fsdp.get("fsdp_sharding_strategy", "FULL_SHARD") == "FULL_SHARD" else 2)
+        if fsdp.get("fsdp_offload_params"):
+            b.set("memory.param_offload", True)
+            b.set("memory.optimizer_offload", True)
+    elif kind == "DEEPSPEED":
+        ds = cfg.get("deepspeed_config") or {}
+        b.extra["deepspeed_config"] = "accelerate"
+        b.extra["accelerate_zero_stage"] = int(ds.get("zero_stage", 2))
+        b.set("memory.param_offload", ds.get("offload_param_device", "none") not in ("none", None))
+        b.set("memory.optimizer_offload", ds.get("offload_optimizer_device", "none") not in ("none", None))
+    elif kind not in ("NO", "MULTI_GPU"):
+        b.not_understood.append(f"accelerate distributed_type={kind} (no Plan backend)")
+    procs, machines = cfg.get("num_processes"), cfg.get("num_machines", 1)
+    if isinstance(procs, int) and isinstance(machines, int) and procs > 0 and machines > 0:
+        b.set("hardware.nodes", machines)
+        b.set("hardware.gpus_per_node", max(1, procs // machines))
+        b.extra["processes"] = procs
+        b.mapped["accelerate:num_processes"] = "hardware"
+
+
+def import_trl(text: str) -> ImportResult:
+    data, accel = _documents(text)
     b = PlanBuilder(Framework.TRL, VERSION)
     method, why = _method(data, text)
     b.set("method", method)
     b.notes.append(f"method {method}: {why}")
-    table = maps()["trl"]
-    fields = known_keys()["trl_fields"]
+    if accel is not None:
+        _accelerate(b, accel)
+    table = {**maps()["trl"], **maps()["trl_script"]}
+    fields = known_keys()["trl_fields"] | set(maps()["trl_script"])
     for key, value in data.items():
-        if isinstance(value, (dict, list)) and key not in ("report_to", "dataset_name", "loss_type", "reward_funcs"):
+        if isinstance(value, (dict, list)) and key not in ("report_to", "dataset_name", "loss_type", "reward_funcs",
+                                                           "datasets"):
             b.settings[key] = str(value)
             if key in table:
                 b.apply(key, value, table[key], True)
@@ -76,9 +123,29 @@ def import_trl(text: str) -> ImportResult:
     return b.build()
 
 
+def _variant(b: PlanBuilder, method: str) -> str:
+    """GRPOConfig spells the GRPO variants as loss_type (dr_grpo, dapo) or
+    importance_sampling_level=sequence (GSPO)."""
+    ex = b.extra
+    if method != "grpo":
+        return method
+    loss = ex.get("trl_loss_type")
+    new = method
+    if ex.get("importance_sampling_level") == "sequence":
+        new = "gspo"
+    elif loss in ("dr_grpo", "dapo"):
+        new = loss
+    if new != method:
+        b.set("method", new)
+        b.notes.append(f"GRPOConfig {'importance_sampling_level=sequence' if new == 'gspo' else 'loss_type=' + new}: "
+                       f"{new}")
+    return new
+
+
 def _resolve(b: PlanBuilder, method: str) -> None:
     ex = b.extra
-    online = method in ("grpo", "rloo")
+    method = _variant(b, method)
+    online = method in ("grpo", "rloo", "dr_grpo", "gspo", "dapo")
     beta = ex.get("beta")
     if online:
         b.set("algorithm.kl_coef", beta if beta is not None else 0.0)
@@ -90,15 +157,22 @@ def _resolve(b: PlanBuilder, method: str) -> None:
         b.set("memory.lora_rank", ex.get("lora_r", 16))
     elif "lora_r" in ex:
         b.notes.append("lora_r given but use_peft is false: full fine-tuning")
+    if ex.get("fp16") and b.get("policy.dtype") is None:
+        b.set("policy.dtype", "fp16")
     dtype = b.get("policy.dtype")
     b.set("memory.master_weights_fp32", dtype in (None, "fp32"))
     if dtype is None:
         b.set("policy.dtype", "bf16")
         b.notes.append("dtype not set: TRL's ModelConfig default float32 weights (fp32 master), bf16 compute")
-    if ex.get("deepspeed_config"):
+    if ex.get("deepspeed_config") == "accelerate":
+        b.set("memory.train_backend", "deepspeed")
+        b.set("memory.zero_stage", ex["accelerate_zero_stage"])
+    elif ex.get("deepspeed_config"):
         b.set("memory.train_backend", "deepspeed")
         b.set("memory.zero_stage", 3)
         b.notes.append(f"deepspeed={ex['deepspeed_config']}: its ZeRO stage is in that JSON; assumed ZeRO-3")
+    elif ex.get("fsdp") == "accelerate":
+        pass
     elif ex.get("fsdp"):
         b.set("memory.train_backend", "fsdp")
     else:
@@ -140,13 +214,21 @@ def _resolve(b: PlanBuilder, method: str) -> None:
         accum = ex.get("grad_accum", 1)
         completions = per * gpus * accum
         prompts = max(1, completions // n)
-        b.set("data.train_batch_size", prompts)
+        where = "from the accelerate config" if "processes" in ex else "assumed from hardware"
+        gen = ex.get("generation_batch_size")
+        if gen:
+            b.set("data.train_batch_size", max(prompts, gen // n))
+            b.notes.append(f"generation_batch_size {gen} completions = {gen // n} prompts x n={n} per generation round")
+        else:
+            b.set("data.train_batch_size", prompts)
         b.set("data.mini_batch_size", prompts)
-        b.notes.append(f"generation batch = {per} per device x {gpus} processes x {accum} accumulation = "
-                       f"{completions} completions = {prompts} prompts x n={n} (processes assumed from hardware)")
+        b.notes.append(f"optimizer step = {per} per device x {gpus} processes ({where}) x {accum} accumulation = "
+                       f"{completions} completions = {prompts} prompts x n={n}")
     else:
         per = b.get("data.micro_batch_size_per_gpu")
-        b.set("data.train_batch_size", per * gpus * ex.get("grad_accum", 1))
+        batch = per * gpus * ex.get("grad_accum", 1)
+        b.set("data.train_batch_size", batch)
+        b.set("data.mini_batch_size", batch)
     b.notes.append("GPU type and process count are not part of a TRL config: hardware keeps the Plan default")
     if b.get("policy.model") == "unknown":
         b.not_understood.append("model_name_or_path missing: policy model unknown")

@@ -52,13 +52,41 @@ def _command_words(text: str) -> tuple[list[str], dict[str, str]]:
     return words, env
 
 
+# Entries of the DAPO reward manager's ``+reward.reward_kwargs`` dict (free-form in veRL's schema, so
+# not in the key dump): what each one means for the Plan.
+_DAPO_REWARD_KWARGS = {
+    "overlong_buffer_cfg.len": "algorithm.overlong_buffer",
+    "overlong_buffer_cfg.enable": None,
+    "overlong_buffer_cfg.penalty_factor": None,
+    "overlong_buffer_cfg.log": None,
+    "max_resp_len": None,
+}
+
+
+def _torchrun(b: PlanBuilder, w: str) -> None:
+    """torchrun's --nnodes / --nproc_per_node: the GPUs of an SFT launch."""
+    flag, _, value = w.partition("=")
+    target = {"--nnodes": "hardware.nodes", "--nproc_per_node": "hardware.gpus_per_node",
+              "--nproc-per-node": "hardware.gpus_per_node"}.get(flag)
+    if target and value.isdigit():
+        b.set(target, int(value))
+        b.mapped[flag] = target
+
+
 def import_verl(text: str) -> ImportResult:
     b = PlanBuilder(Framework.VERL, VERSION)
     words, env = _command_words(text)
-    table = maps()["verl"]
-    keys = known_keys()["verl_keys"]
+    sft = any("sft_trainer" in w for w in words)
+    table = maps()["verl_sft" if sft else "verl"]
+    keys = known_keys()["verl_sft_keys" if sft else "verl_keys"]
+    if sft:
+        b.set("method", "sft")
+        b.notes.append("verl.trainer.sft_trainer: SFT (config sft_trainer_engine)")
     for word in words:
         w = shell.expand(word, env)
+        if w.startswith("--") and not w.startswith("--config"):
+            _torchrun(b, w)
+            continue
         if w.startswith("--config-name"):
             name = w.split("=", 1)[1] if "=" in w else ""
             if "megatron" in name:
@@ -72,7 +100,13 @@ def import_verl(text: str) -> ImportResult:
         if prefix == "~":
             b.not_understood.append(f"~{key} (deletion override)")
             continue
+        if key.startswith("reward.reward_kwargs.") and not sft:
+            _reward_kwarg(b, key, value)
+            continue
         b.apply(key, value, table.get(key), key in keys)
+    if sft:
+        _resolve_sft(b)
+        return b.build()
     for path, value in DEFAULTS.items():
         if b.get(path) is None:
             b.set(path, value)
@@ -85,11 +119,94 @@ def import_verl(text: str) -> ImportResult:
     return b.build()
 
 
+def _reward_kwarg(b: PlanBuilder, key: str, value: str) -> None:
+    sub = key.removeprefix("reward.reward_kwargs.")
+    b.settings[key] = value
+    if sub not in _DAPO_REWARD_KWARGS:
+        b.not_understood.append(f"{key}={value} (a reward_kwargs entry rl-advisor does not know)")
+        return
+    to = _DAPO_REWARD_KWARGS[sub]
+    if to is None:
+        b.notes.append(f"{key}={value}: DAPO reward-manager detail, follows the Plan's lengths/overlong_buffer")
+        b.mapped[key] = "ignore_dapo_reward_manager_detail"
+        return
+    b.apply(key, value, {"to": to, "as": "int"}, True)
+
+
+def _resolve_sft(b: PlanBuilder) -> None:
+    """veRL's SFT trainer: data.train_batch_size is the global batch of one optimizer step;
+    data.max_length bounds prompt + response together."""
+    ex = b.extra
+    b.default("memory.train_backend", "fsdp")
+    b.default("memory.recompute", "full")
+    b.default("memory.remove_padding", True)
+    tb = b.get("data.train_batch_size")
+    if tb:
+        b.set("data.mini_batch_size", tb)
+    total = ex.get("max_total_len")
+    if total:
+        b.set("data.max_prompt_length", total // 2)
+        b.set("data.max_response_length", total - total // 2)
+        b.notes.append(f"data.max_length {total}: bounds prompt + response together; split evenly")
+    b.set("algorithm.kl_coef", 0.0)
+    b.set("placement", {"mode": "colocated", "pools": []})
+    if b.get("policy.model") == "unknown":
+        b.not_understood.append("model.path missing: policy model unknown")
+    b.notes.append("GPU type is not part of a veRL config: hardware.gpu keeps the Plan default (H100)")
+
+
+def _method_variant(b: PlanBuilder) -> None:
+    """veRL renders GRPO variants as adv_estimator=grpo plus one switch each: GSPO is
+    policy_loss.loss_mode=gspo, DAPO is the dapo reward manager / filter_groups, Dr. GRPO is
+    norm_adv_by_std_in_grpo=false."""
+    ex = b.extra
+    if b.get("method") != "grpo":
+        return
+    if ex.get("loss_mode") == "gspo":
+        b.set("method", "gspo")
+        b.notes.append("adv_estimator=grpo with policy_loss.loss_mode=gspo: GSPO")
+    elif ex.get("reward_manager") == "dapo" or b.get("algorithm.dynamic_sampling"):
+        b.set("method", "dapo")
+        b.notes.append("adv_estimator=grpo with the dapo reward manager / filter_groups: DAPO")
+    elif ex.get("norm_adv_by_std") is False:
+        b.set("method", "dr_grpo")
+        b.notes.append("adv_estimator=grpo with norm_adv_by_std_in_grpo=false: Dr. GRPO")
+    for key, known in (("loss_mode", ("vanilla", "gspo")), ("reward_manager", ("naive", "dapo"))):
+        if ex.get(key) not in (None,) + known:
+            b.not_understood.append(f"{key}={ex[key]} (no Plan method for it; imported as {b.get('method')})")
+
+
+def _placement(b: PlanBuilder) -> None:
+    """A standalone rollout (hybrid_engine=false with rollout.nnodes / n_gpus_per_node) is a split
+    placement; trainer.v1.trainer_mode says whether generation runs one step ahead."""
+    ex = b.extra
+    mode = ex.get("trainer_mode")
+    if mode in ("separate_async", "colocate_async"):
+        b.set("rollout.async_mode", "one_step_off")
+        b.notes.append(f"trainer.v1.trainer_mode={mode}: generation overlaps training (one_step_off)")
+    elif mode is not None:
+        b.not_understood.append(f"trainer.v1.trainer_mode={mode} (no Plan equivalent)")
+    if ex.get("hybrid_engine") is False:
+        gpn = b.get("hardware.gpus_per_node") or 8
+        nodes = b.get("hardware.nodes") or 1
+        rn, rg = ex.get("pool.rollout.nodes", 1), ex.get("pool.rollout.gpus_per_node", gpn)
+        train_gpus = gpn * nodes - rn * rg
+        if train_gpus <= 0:
+            b.not_understood.append(f"rollout pool of {rn}x{rg} GPUs leaves none for training")
+            return
+        tn = max(1, -(-train_gpus // gpn))
+        b.set("placement", {"mode": "one_step_off" if mode == "separate_async" else "split", "pools": [
+            {"name": "rollout", "nodes": rn, "gpus_per_node": rg, "roles": ["rollout"]},
+            {"name": "train", "nodes": tn, "gpus_per_node": train_gpus // tn,
+             "roles": ["policy"] + (["reference"] if (b.get("algorithm.kl_coef") or 0) > 0 else [])}]})
+
+
 def _resolve(b: PlanBuilder) -> None:
     ex = b.extra
     if b.get("method") is None:
         b.set("method", "ppo")
         b.notes.append("algorithm.adv_estimator not set: veRL's default gae, i.e. PPO")
+    _method_variant(b)
     # KL: a loss term or a reward penalty
     if ex.get("algorithm.use_kl_loss"):
         b.set("algorithm.kl_coef", ex.get("algorithm.kl_coef_loss", 0.001))
@@ -117,6 +234,7 @@ def _resolve(b: PlanBuilder) -> None:
         rm = b.get(role)
         if isinstance(rm, dict) and "model" not in rm:
             b.data.pop(role, None)
+    _placement(b)
     if b.get("policy.model") == "unknown":
         b.not_understood.append("actor_rollout_ref.model.path missing: policy model unknown")
     b.notes.append("GPU type is not part of a veRL config: hardware.gpu keeps the Plan default (H100); "

@@ -140,6 +140,9 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> Flags:
         carry.drop("reference", plan.reference.weights_path, "OpenRLHF loads the reference from the actor weights")
     if plan.reward is not None:
         f.set("--reward.model_name_or_path", plan.reward.weights_path)
+        if plan.reward_function is not None:
+            carry.drop("reward_function", plan.reward_function.path,
+                       "OpenRLHF 0.11.2 scores with the reward model or a remote reward, not both; the reward model is used")
     elif plan.reward_function is not None:
         f.set("--reward.remote_url", plan.reward_function.path)
         if plan.reward_function.name != "reward_func":
