@@ -142,6 +142,37 @@ def _variant(b: PlanBuilder, method: str) -> str:
     return new
 
 
+def _server_placement(b: PlanBuilder) -> int:
+    """vllm_mode=server: training runs on the accelerate processes, generation on a separately
+    started ``trl vllm-serve`` (its GPUs are not in the config: modelled as one engine of
+    vllm_tensor_parallel_size GPUs). Returns the training process count."""
+    ex = b.extra
+    tp = b.get("rollout.tp") or 1
+    roles = ["policy"] + (["reference"] if (ex.get("beta") or 0) > 0 else [])
+    if "processes" in ex:
+        train, machines = ex["processes"], b.get("hardware.nodes") or 1
+        per_node = max(1, train // machines)
+        b.set("hardware.gpus_per_node", max(per_node, tp) if machines > 1 else per_node + tp)
+        b.set("hardware.nodes", machines + 1 if machines > 1 else 1)
+        b.set("placement", {"mode": "split", "pools": [
+            {"name": "train", "nodes": machines, "gpus_per_node": per_node, "roles": roles},
+            {"name": "vllm", "nodes": 1, "gpus_per_node": tp, "roles": ["rollout"]}]})
+        b.notes.append(f"vllm_mode server: {train} training processes (accelerate) + a vLLM server of "
+                       f"{tp} GPU(s) (its data-parallel size is not in the config)")
+        return train
+    gpn = b.get("hardware.gpus_per_node") or 8
+    if gpn <= tp:
+        b.not_understood.append(f"vllm_mode=server with vllm_tensor_parallel_size {tp} and no accelerate config: "
+                                "where the server runs is unknown (colocated pools assumed)")
+        return gpn
+    b.set("placement", {"mode": "split", "pools": [
+        {"name": "train", "nodes": 1, "gpus_per_node": gpn - tp, "roles": roles},
+        {"name": "vllm", "nodes": 1, "gpus_per_node": tp, "roles": ["rollout"]}]})
+    b.notes.append(f"vllm_mode server without an accelerate config: modelled as {gpn - tp} training GPUs + "
+                   f"a {tp}-GPU vLLM server on one node")
+    return gpn - tp
+
+
 def _resolve(b: PlanBuilder, method: str) -> None:
     ex = b.extra
     method = _variant(b, method)
@@ -201,11 +232,7 @@ def _resolve(b: PlanBuilder, method: str) -> None:
             b.default("rollout.sleep_level", 0)
             mode = ex.get("vllm_mode", "colocate")
             if mode == "server":
-                b.set("placement", {"mode": "split", "pools": [
-                    {"name": "train", "nodes": 1, "gpus_per_node": 7, "roles": ["policy", "reference"]},
-                    {"name": "vllm", "nodes": 1, "gpus_per_node": 1, "roles": ["rollout"]}]})
-                b.notes.append("vllm_mode server: modelled as 7 training GPUs + 1 vLLM GPU on one node")
-                gpus = 7
+                gpus = _server_placement(b)
         else:
             b.set("rollout.engine", "hf")
             b.notes.append("use_vllm false: generation with the training model (HF generate)")

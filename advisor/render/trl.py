@@ -107,6 +107,9 @@ def config(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> dict[str, 
         carry.drop("data.use_dynamic_bsz", True, "TRL batches by sequence count (padding_free exists for DPO/SFT only)")
     if m.logits_chunking:
         carry.drop("memory.logits_chunking", True, "no chunked log-prob switch in TRL 1.16 configs")
+    if m.ref_offload:
+        carry.drop("memory.ref_offload", True, "TRL 1.16 has no switch to offload the reference model alone "
+                   "(with PEFT the reference is the base model with adapters disabled)")
     # method fields
     if method in ONLINE:
         cfg["num_generations"] = d.n
