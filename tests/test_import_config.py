@@ -222,14 +222,49 @@ def test_tables_match_the_framework_schemas(shared_dir):
     for old, new in maps()["openrlhf_legacy"].items():
         assert old in legacy, old
         assert new in orl or new == "legacy_prompt_max_len", new
+    sft = first_column("verl-0.9.1-sft_trainer_engine.keys.tsv")
+    assert known_keys()["verl_sft_keys"] == sft
+    for key in maps()["verl_sft"]:
+        assert key in sft, key
     from advisor.memory.fixes import fix_table
 
     trl = known_keys()["trl_fields"]
+    assert trl == _trl_fields(fw)
+    for key in maps()["trl"]:
+        assert key in trl, key
     for row in fix_table():
         for framework, keys in row["keys"].items():
             for key in keys:
                 ok = {"verl": verl, "openrlhf": orl, "trl": trl}[framework]
                 assert key in ok, (row["id"], framework, key)
+
+
+def _trl_fields(fw: Path) -> set[str]:
+    """Every field of the TRL 1.16.0 config classes: the rows of each dump, plus the inherited
+    TrainingArguments fields its 'section 3' comment lists by name."""
+    out: set[str] = set()
+    for path in fw.glob("trl-1.16.0-*.fields.tsv"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("# section 3:"):
+                out |= {name.strip() for name in line.split(":", 2)[2].split(",") if name.strip()}
+            elif line and not line.startswith("#"):
+                out.add(line.split("\t")[0])
+    return out
+
+
+def test_trl_script_fields_exist_in_installed_trl():
+    """Script-level keys (datasets, dataset_name) are not in the config-class dumps: check them
+    against the installed trl 1.16.0 ScriptArguments / DatasetMixtureConfig."""
+    import dataclasses
+
+    import trl
+    from trl import ScriptArguments
+    from trl.scripts.utils import DatasetMixtureConfig
+
+    assert trl.__version__ == "1.16.0"
+    names = {f.name for cls in (ScriptArguments, DatasetMixtureConfig) for f in dataclasses.fields(cls)}
+    for key in maps()["trl_script"]:
+        assert key in names, key
 
 
 def test_worst_case_lengths_get_a_combined_fix_in_verl_keys():

@@ -52,6 +52,19 @@ TOTAL_LENGTH_ONLY = {
 OFFLINE_STEP_BATCH = {Framework.VERL: "train_batch_size", Framework.OPENRLHF: "mini_batch_size",
                       Framework.TRL: "mini_batch_size"}
 
+# Online settings a framework's config has no key for (so the renderer leaves them at the framework's
+# own behaviour); the importer then reports the framework's value.
+NOT_SPELLED: set[tuple[Framework, str]] = {
+    (Framework.TRL, "gamma"), (Framework.TRL, "lam"),  # no GAE in TRL 1.16 (its online trainers are critic-free)
+    (Framework.TRL, "loss_agg_mode"),  # TRL's loss_type names the whole loss (grpo, dr_grpo, dapo, bnpo)
+}
+
+# The renderers write the aggregation a method is defined with, whatever the Plan says.
+METHOD_DEFINED: dict[tuple[Method, str], str] = {
+    (Method.DR_GRPO, "loss_agg_mode"): "Dr. GRPO is defined with seq-mean-token-sum-norm aggregation (Liu et al. 2025)",
+    (Method.GSPO, "loss_agg_mode"): "GSPO's sequence-level ratio is averaged per sequence (seq-mean-token-mean)",
+}
+
 # Settings that may stay "not understood": they have no Plan field. Pattern -> reason.
 ALLOWED_NOT_UNDERSTOOD: dict[str, str] = {
     r"^--ckpt\.path=": "checkpoint directory other than <output_dir>/checkpoints: the Plan only has logging.output_dir",
@@ -108,7 +121,13 @@ def expected_fields(plan: Plan, rendered) -> dict[str, object]:
         if fw == Framework.OPENRLHF:
             rf["name"] = "reward_func"  # OpenRLHF always calls reward_func in the file (render notes say so)
         out["reward_function"] = rf
+    if online:  # the loss and sampling settings the importers used to report as not understood
+        for name in ("clip_ratio_low", "temperature", "top_p", "entropy_coeff", "loss_agg_mode", "gamma", "lam"):
+            if f"algorithm.{name}" not in dropped and (fw, name) not in NOT_SPELLED \
+                    and (method, name) not in METHOD_DEFINED:
+                out[f"algorithm.{name}"] = getattr(a, name)
     if online and "rollout.engine" not in dropped:  # no engine carried: its TP and memory share mean nothing
+        out["rollout.engine"] = r.engine
         out["rollout.tp"] = r.tp
         out["memory.rollout_memory_fraction"] = m.rollout_memory_fraction
     # memory knobs
@@ -202,6 +221,15 @@ KNOB_VARIANTS = {
     "tp4-frac0.4-n16": {"rollout": {"tp": 4}, "memory": {"rollout_memory_fraction": 0.4},
                         "algorithm": {"group_size": 16, "kl_coef": 0.05, "learning_rate": 3e-6}},
 }
+
+
+@pytest.mark.parametrize("framework", [Framework.VERL, Framework.OPENRLHF], ids=lambda f: f.value)
+def test_ppo_advantage_settings_round_trip(framework: Framework):
+    """GAE's gamma/lambda and the loss aggregation, at values other than the defaults."""
+    data = plan_for(Method.PPO, framework).model_dump(mode="json", exclude_none=True)
+    _merge(data, {"algorithm": {"gamma": 0.99, "lam": 0.95, "loss_agg_mode": "seq-mean-token-mean",
+                                "temperature": 0.7, "top_p": 0.9, "clip_ratio_low": 0.1, "clip_ratio_high": 0.1}})
+    assert_round_trip(Plan.model_validate(data))
 
 
 @pytest.mark.parametrize("variant", sorted(KNOB_VARIANTS))
