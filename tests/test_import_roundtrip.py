@@ -65,6 +65,13 @@ METHOD_DEFINED: dict[tuple[Method, str], str] = {
     (Method.GSPO, "loss_agg_mode"): "GSPO's sequence-level ratio is averaged per sequence (seq-mean-token-mean)",
 }
 
+# Logging backends that are not a switch of the framework: TRL and OpenRLHF always print to the
+# console, and the rendered JSONL/file metrics come from rl-advisor's callback or veRL's file logger.
+LOGGER_NOT_SPELLED: dict[Framework, set[str]] = {
+    Framework.OPENRLHF: {"file", "jsonl"},
+    Framework.TRL: {"file", "jsonl"},
+}
+
 # Settings that may stay "not understood": they have no Plan field. Pattern -> reason.
 ALLOWED_NOT_UNDERSTOOD: dict[str, str] = {
     r"^--ckpt\.path=": "checkpoint directory other than <output_dir>/checkpoints: the Plan only has logging.output_dir",
@@ -130,6 +137,8 @@ def expected_fields(plan: Plan, rendered) -> dict[str, object]:
         out["rollout.engine"] = r.engine
         out["rollout.tp"] = r.tp
         out["memory.rollout_memory_fraction"] = m.rollout_memory_fraction
+    if "logging.backends" not in dropped:
+        out["logging.backends"] = sorted(set(plan.logging.backends) - LOGGER_NOT_SPELLED.get(fw, set()))
     # memory knobs
     for knob in ("lora_rank", "param_offload", "optimizer_offload", "ref_offload", "recompute"):
         if f"memory.{knob}" not in dropped:
@@ -165,6 +174,8 @@ def imported_fields(plan: Plan, expected: dict[str, object], framework: Framewor
             got[key] = a.kl_coef or 0.0
         elif key == "algorithm.group_size":
             got[key] = a.group_size or 1
+        elif key == "logging.backends":
+            got[key] = sorted(set(plan.logging.backends) - LOGGER_NOT_SPELLED.get(framework, set()))
         elif key == "data.mini_batch_size":
             got[key] = d.mini_batch_size or d.train_batch_size
         else:
@@ -301,3 +312,19 @@ def test_translation_reports_are_clean(source: Framework, target: Framework, met
     assert [x for x in result.not_understood if not _allowed(x)] == []
     assert result.plan.method == method
     assert result.result.rendered.framework == target
+
+
+def test_wandb_key_comes_back_as_a_reference_and_a_literal_key_is_never_echoed():
+    data = plan_for(Method.GRPO, Framework.OPENRLHF).model_dump(mode="json", exclude_none=True)
+    data["logging"].update({"backends": ["console", "wandb", "tensorboard"], "wandb_api_key_env": "MY_WANDB"})
+    plan = Plan.model_validate(data)
+    text = render_config(plan).artifact("run_openrlhf.sh").content
+    imported = import_config(text, Framework.OPENRLHF)
+    assert imported.plan.logging.wandb_api_key_env == "MY_WANDB"
+    assert imported.plan.logging.backends == ["console", "wandb", "tensorboard"]
+    assert (imported.plan.logging.project, imported.plan.logging.experiment) == (plan.logging.project, plan.logging.experiment)
+    literal = re.sub(r"--logger\.wandb\.key \S+", "--logger.wandb.key abc123secretvalue", text)
+    assert "abc123secretvalue" in literal
+    leaked = import_config(literal, Framework.OPENRLHF)
+    assert "abc123secretvalue" not in leaked.model_dump_json()
+    assert any(x.startswith("--logger.wandb.key=<redacted>") for x in leaked.not_understood)

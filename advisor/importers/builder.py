@@ -53,6 +53,16 @@ class PlanBuilder:
 
     # -- one key
     def apply(self, key: str, raw: Any, row: dict[str, Any] | None, known: bool) -> None:
+        if row is not None and row["as"] == "env_ref":
+            try:
+                self.set(row["to"], convert("env_ref", raw))
+            except ValueError as exc:  # a literal secret: never echoed into the result
+                self.settings[key] = "<redacted>"
+                self.not_understood.append(f"{key}=<redacted> ({exc})")
+                return
+            self.settings[key] = str(raw)
+            self.mapped[key] = row["to"]
+            return
         self.settings[key] = str(raw)
         if row is None:
             why = "not a Plan setting" if known else f"not a {self.version} key"

@@ -3,6 +3,7 @@ raises ValueError with a message that import_config reports as "not understood".
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 import yaml
@@ -85,6 +86,15 @@ def _trl_datasets(v: Any) -> list[str]:
     return out
 
 
+def _env_ref(v: Any) -> str:
+    """A secret given as an environment reference (``$WANDB_API_KEY`` / ``${WANDB_API_KEY}``) -> the
+    variable's name. A literal key is refused: the Plan keeps secrets as references only."""
+    m = re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", _str(v))
+    if not m:
+        raise ValueError("a literal secret; the Plan keeps only the name of the environment variable holding it")
+    return m.group(1)
+
+
 def _choice(table: dict[str, Any], what: str) -> Callable[[Any], Any]:
     def conv(v: Any) -> Any:
         key = _str(v)
@@ -106,6 +116,7 @@ CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "bool": _bool,
     "str_list": _str_list,
     "float_pair": _float_pair,
+    "env_ref": _env_ref,
     "trl_datasets": _trl_datasets,
     "model_path": _str,
     "flag": lambda v: True,
@@ -128,7 +139,8 @@ CONVERTERS: dict[str, Callable[[Any], Any]] = {
                           "adamw_bnb_8bit": "adamw_8bit", "adamw_8bit": "adamw_8bit", "paged_adamw_8bit": "adamw_8bit",
                           "adafactor": "adafactor", "sgd": "sgd"}, "optim"),
     "verl_loggers": lambda v: [x for x in (_map_logger(s) for s in _str_list(v)) if x],
-    "trl_report_to": lambda v: [x for x in (_map_logger(s) for s in _str_list(v)) if x],
+    # TRL always prints its logs to the console; report_to adds integrations ("none": nothing else)
+    "trl_report_to": lambda v: ["console"] + [x for x in (_map_logger(s) for s in _str_list(v)) if x and x != "console"],
 }
 
 

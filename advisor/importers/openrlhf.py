@@ -49,6 +49,15 @@ def import_openrlhf(text: str) -> ImportResult:
     # `ray job submit --address ... --runtime-env-json ... -- python3 -m openrlhf.cli.X ...`:
     # the flags before the module belong to Ray's job submission, not to OpenRLHF.
     start = next((j for j, w in enumerate(words) if _ENTRY.search(w)), None)
+    if start is not None and any(c.isspace() for c in words[start].strip()):
+        # `bash -c 'exec python3 -m openrlhf.cli.X ...'` (how a command that references secrets is
+        # handed to a remote shell): the whole command is one word; read the words inside it.
+        inner = shell.split_words(words[start])
+        if inner and inner[0] == "exec":
+            inner = inner[1:]
+        b.notes.append("bash -c wrapper: read the command inside it")
+        words = words[:start] + inner + words[start + 1:]
+        start = next((j for j, w in enumerate(words) if _ENTRY.search(w)), None)
     if start is not None and start > 0:
         if any(w == "submit" for w in words[:start]):
             b.notes.append("ray job submit wrapper skipped: " + " ".join(words[:start])[:200])
@@ -146,6 +155,16 @@ def _resolve_offline(b: PlanBuilder) -> None:
 
 def _common(b: PlanBuilder) -> None:
     ex = b.extra
+    backends = ["console"]
+    if any(k.startswith("--logger.wandb.") or k == "--use_wandb" for k in b.settings):
+        backends.append("wandb")
+    if ex.get("logging.tensorboard"):
+        backends.append("tensorboard")
+        out = b.get("logging.output_dir") or "outputs"
+        if ex["logging.tensorboard"].rstrip("/") != f"{out.rstrip('/')}/tensorboard":
+            b.notes.append(f"--logger.tensorboard_dir {ex['logging.tensorboard']}: rendered back as "
+                           "<output_dir>/tensorboard")
+    b.set("logging.backends", backends)
     ckpt = ex.get("ckpt_path")
     if ckpt is not None:
         out = b.get("logging.output_dir") or "outputs"
@@ -154,6 +173,8 @@ def _common(b: PlanBuilder) -> None:
         else:
             b.not_understood.append(f"--ckpt.path={ckpt} (no Plan field: checkpoints go to "
                                     "<logging.output_dir>/checkpoints when rendered)")
+    if b.get("policy.model") == "unknown":
+        b.not_understood.append("--actor.model_name_or_path / --model.model_name_or_path missing: policy model unknown")
     b.notes.append("GPU type is not part of an OpenRLHF command line: hardware.gpu keeps the Plan default (H100)")
 
 
