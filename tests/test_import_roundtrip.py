@@ -328,3 +328,41 @@ def test_wandb_key_comes_back_as_a_reference_and_a_literal_key_is_never_echoed()
     leaked = import_config(literal, Framework.OPENRLHF)
     assert "abc123secretvalue" not in leaked.model_dump_json()
     assert any(x.startswith("--logger.wandb.key=<redacted>") for x in leaked.not_understood)
+
+
+def _targets(plan: Plan) -> list[Framework]:
+    return [fw for fw in IMPORTABLE if fw != plan.framework and (fw, plan.method) in set(IMPORTABLE_PAIRS)]
+
+
+EXAMPLE_TRANSLATIONS = [(p, t) for p in EXAMPLES for t in _targets(plan_from_yaml(p.read_text(encoding="utf-8")))]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("path,target", EXAMPLE_TRANSLATIONS,
+                         ids=[f"{p.stem}-to-{t.value}" for p, t in EXAMPLE_TRANSLATIONS])
+def test_example_translations_validate(path: Path, target: Framework):
+    """Each example's rendered config, translated to every other framework that runs its method,
+    passes that framework's own validator, and the translated Plan keeps the fields both frameworks
+    can spell."""
+    from rl_advisor.render_tool import translate_config
+
+    plan = plan_from_yaml(path.read_text(encoding="utf-8"))
+    text = _main_text(render_config(plan), plan.framework)
+    result = translate_config(text, target, plan.framework, validate=True)
+    assert result.not_understood == []
+    assert result.result.valid, [(v.artifact, v.errors) for v in result.result.validation if not v.ok]
+    p = result.plan
+    assert (p.method, p.policy.weights_path, p.algorithm.learning_rate) == \
+        (plan.method, plan.policy.weights_path, plan.algorithm.learning_rate)
+    assert p.memory.lora_rank == plan.memory.lora_rank and p.memory.recompute == plan.memory.recompute
+
+
+def test_translation_to_a_framework_without_the_method_is_refused_with_the_reason():
+    """KTO has no veRL equivalent: translating a TRL KTO config to veRL says so."""
+    from rl_advisor.render_tool import translate_config
+
+    text = _main_text(render_config(plan_for(Method.KTO, Framework.TRL)), Framework.TRL)
+    with pytest.raises(AdvisorError) as err:
+        translate_config(text, Framework.VERL, Framework.TRL, validate=False)
+    problem = err.value.problems[0]
+    assert problem.field == "method" and "no KTO trainer" in problem.message
