@@ -1,8 +1,14 @@
 """Read an existing framework config back into a Plan, reporting what was not understood.
 
 ``import_config(text, framework=None) -> ImportResult``: a veRL launch (Hydra overrides in a shell
-script or command line), an OpenRLHF command line (0.11.2 dotted flags; 0.9.5 flat flags are
-recognised and reported as legacy) or a TRL config YAML. ``framework=None`` detects it.
+script or command line: ``main_ppo`` or the ``sft_trainer``), an OpenRLHF command line (0.11.2
+dotted flags of train_ppo_ray / train_dpo / train_rm / train_sft, also under ``ray job submit --``,
+``deepspeed --module`` or ``bash -c 'exec ...'``; 0.9.5 flat flags are recognised and reported as
+legacy) or a TRL config YAML, optionally followed (``---``) by the accelerate config it is launched
+with, which carries the backend, offload and process count. ``framework=None`` detects it.
+
+What render_config writes, import_config reads back to the same Plan fields
+(tests/test_import_roundtrip.py); anything else is listed in ``not_understood``.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ def detect_framework(text: str) -> Framework:
 
 def import_config(text: str, framework: Framework | None = None) -> ImportResult:
     """Import a veRL / OpenRLHF / TRL config into a Plan. Every setting that does not map onto the
-    Plan is listed in ``not_understood`` (never dropped silently); assumptions are in ``notes``."""
+    Plan is listed in ``not_understood`` (never dropped silently); assumptions are in ``notes``.
+    For TRL, append the accelerate config after a ``---`` line to import the backend and GPU count."""
     from advisor.importers.openrlhf import import_openrlhf
     from advisor.importers.trl import import_trl
     from advisor.importers.verl import import_verl
