@@ -76,7 +76,7 @@ def _accelerate(b: PlanBuilder, cfg: dict[str, Any]) -> None:
     kind = str(cfg.get("distributed_type", "NO")).upper()
     b.mapped["accelerate:distributed_type"] = "memory.train_backend"
     if kind == "FSDP":
-        fsdp = cfg.get("fsdp_config") or {}
+        fsdp = cfg.get("fsdp_config") if isinstance(cfg.get("fsdp_config"), dict) else {}
         b.extra["fsdp"] = "accelerate"
         b.set("memory.train_backend", "fsdp2" if str(fsdp.get("fsdp_version", 1)) == "2" else "fsdp")
         b.set("memory.zero_stage", 3 if fsdp.get("fsdp_sharding_strategy", "FULL_SHARD") == "FULL_SHARD" else 2)
@@ -84,9 +84,13 @@ def _accelerate(b: PlanBuilder, cfg: dict[str, Any]) -> None:
             b.set("memory.param_offload", True)
             b.set("memory.optimizer_offload", True)
     elif kind == "DEEPSPEED":
-        ds = cfg.get("deepspeed_config") or {}
+        ds = cfg.get("deepspeed_config") if isinstance(cfg.get("deepspeed_config"), dict) else {}
+        stage = ds.get("zero_stage", 2)
+        if stage not in (0, 1, 2, 3):
+            b.not_understood.append(f"accelerate deepspeed_config.zero_stage={stage} (not 0-3; assumed 2)")
+            stage = 2
         b.extra["deepspeed_config"] = "accelerate"
-        b.extra["accelerate_zero_stage"] = int(ds.get("zero_stage", 2))
+        b.extra["accelerate_zero_stage"] = stage
         b.set("memory.param_offload", ds.get("offload_param_device", "none") not in ("none", None))
         b.set("memory.optimizer_offload", ds.get("offload_optimizer_device", "none") not in ("none", None))
     elif kind not in ("NO", "MULTI_GPU"):
