@@ -137,6 +137,9 @@ def expected_fields(plan: Plan, rendered) -> dict[str, object]:
         out["rollout.engine"] = r.engine
         out["rollout.tp"] = r.tp
         out["memory.rollout_memory_fraction"] = m.rollout_memory_fraction
+    # GPUs: TRL's vLLM server (split placement) is started apart from the config, so its GPUs are not in it
+    if fw != Framework.TRL or plan.placement.mode == "colocated":
+        out["hardware.total_gpus"] = plan.hardware.total_gpus
     if "logging.backends" not in dropped:
         out["logging.backends"] = sorted(set(plan.logging.backends) - LOGGER_NOT_SPELLED.get(fw, set()))
     # memory knobs

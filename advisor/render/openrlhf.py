@@ -124,6 +124,12 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> Flags:
         f.set("--critic.num_nodes", cr.nodes)
         f.set("--critic.num_gpus_per_node", cr.gpus_per_node)
     f.switch("--train.colocate_all", colocated)
+    # roles that share a pool without colocate_all share its GPUs only with these switches; otherwise
+    # OpenRLHF gives each role group GPUs of its own (more GPUs than the pool has)
+    f.switch("--train.colocate_actor_ref", not colocated and d.use_ref
+             and pool_for(plan, "reference").name == actor.name)
+    f.switch("--train.colocate_critic_reward", not colocated and method == Method.PPO and plan.reward is not None
+             and pool_for(plan, "critic").name == pool_for(plan, "reward").name)
     engines = r.engines or max(1, rollout.gpus // r.tp)
     if r.engine != "vllm":
         carry.drop("rollout.engine", r.engine, "OpenRLHF 0.11.2 generates with vLLM only")
