@@ -253,16 +253,18 @@ def _trl_fields(fw: Path) -> set[str]:
 
 
 def test_trl_script_fields_exist_in_installed_trl():
-    """Script-level keys (datasets, dataset_name) are not in the config-class dumps: check them
-    against the installed trl 1.16.0 ScriptArguments / DatasetMixtureConfig."""
+    """Script-level keys (datasets, dataset_name, reward_funcs) are not in the config-class dumps:
+    check them against the installed trl 1.16.0 script argument classes."""
     import dataclasses
 
     import trl
     from trl import ScriptArguments
+    from trl.scripts.grpo import GRPOScriptArguments
     from trl.scripts.utils import DatasetMixtureConfig
 
     assert trl.__version__ == "1.16.0"
-    names = {f.name for cls in (ScriptArguments, DatasetMixtureConfig) for f in dataclasses.fields(cls)}
+    names = {f.name for cls in (ScriptArguments, DatasetMixtureConfig, GRPOScriptArguments)
+             for f in dataclasses.fields(cls)}
     for key in maps()["trl_script"]:
         assert key in names, key
 
@@ -275,3 +277,15 @@ def test_worst_case_lengths_get_a_combined_fix_in_verl_keys():
     first = r.budget.fixes[0]
     assert first.id.startswith("combined:") and first.fits_after
     assert all(k.startswith("actor_rollout_ref.") or k.startswith("trainer.") for k in first.settings)
+
+
+def test_trl_reward_funcs_become_the_reward_function():
+    text = """model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct
+num_generations: 4
+reward_funcs: [my_lib.rewards.math_score, think_format_reward]
+reward_model_name_or_path: /models/rm
+"""
+    r = import_config(text, Framework.TRL)
+    assert r.plan.reward_function.path == "my_lib/rewards.py" and r.plan.reward_function.name == "math_score"
+    assert r.plan.reward.path == "/models/rm"
+    assert any("think_format_reward" in x and "built-in" in x for x in r.not_understood)

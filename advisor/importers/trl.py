@@ -177,9 +177,29 @@ def _server_placement(b: PlanBuilder) -> int:
     return gpn - tp
 
 
+_TRL_BUILTIN_REWARDS = ("accuracy_reward", "reasoning_accuracy_reward", "think_format_reward",
+                        "get_soft_overlong_punishment")
+
+
+def _reward_funcs(b: PlanBuilder) -> None:
+    """``trl grpo``'s reward_funcs: a dotted import path ``pkg.module.func`` is the Plan's reward
+    function (file pkg/module.py, function func); the Plan holds one, TRL's built-ins have no file."""
+    funcs = b.extra.get("reward_funcs") or []
+    for i, name in enumerate(funcs):
+        if name in _TRL_BUILTIN_REWARDS:
+            b.not_understood.append(f"reward_funcs: {name} (a TRL built-in reward; the Plan names a reward file)")
+        elif "." not in name or i > 0 and b.get("reward_function") is not None:
+            b.not_understood.append(f"reward_funcs: {name} (the Plan holds one reward function as module.function)")
+        else:
+            module, func = name.rsplit(".", 1)
+            b.set("reward_function", {"path": module.replace(".", "/") + ".py", "name": func})
+            b.notes.append(f"reward_funcs {name}: reward_function {module.replace('.', '/')}.py:{func}")
+
+
 def _resolve(b: PlanBuilder, method: str) -> None:
     ex = b.extra
     method = _variant(b, method)
+    _reward_funcs(b)
     online = method in ("grpo", "rloo", "dr_grpo", "gspo", "dapo")
     beta = ex.get("beta")
     if online:
