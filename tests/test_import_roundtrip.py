@@ -148,6 +148,8 @@ def expected_fields(plan: Plan, rendered) -> dict[str, object]:
             out[f"memory.{knob}"] = getattr(m, knob)
     if "memory.train_backend" not in dropped:
         out["memory.train_backend"] = m.train_backend
+    if fw == Framework.VERL:  # the only framework here whose config spells the policy's model parallelism
+        out["policy.parallel"] = plan.policy.parallel.model_dump(exclude={"dp"})
     if fw == Framework.OPENRLHF and m.train_backend in ("fsdp", "fsdp2", "deepspeed"):
         out["memory.zero_stage"] = m.zero_stage  # always DeepSpeed; FSDP full shard = ZeRO-3 (the Plan's convention)
     elif m.train_backend == "deepspeed" and "memory.train_backend" not in dropped:
@@ -177,6 +179,8 @@ def imported_fields(plan: Plan, expected: dict[str, object], framework: Framewor
             got[key] = a.kl_coef or 0.0
         elif key == "algorithm.group_size":
             got[key] = a.group_size or 1
+        elif key == "policy.parallel":
+            got[key] = plan.policy.parallel.model_dump(exclude={"dp"})
         elif key == "logging.backends":
             got[key] = sorted(set(plan.logging.backends) - LOGGER_NOT_SPELLED.get(framework, set()))
         elif key == "data.mini_batch_size":
