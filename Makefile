@@ -4,6 +4,8 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
+# Launched runs (local, Ray on loopback) call the venv's own tools (trl, accelerate, ray).
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 .PHONY: setup demo test test-fast examples clean
 

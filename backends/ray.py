@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import shlex
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -192,6 +194,11 @@ class RayBackend:
         runtime_env: dict[str, Any] = {"env_vars": dict(spec.env)}
         command = spec.shell_command()
         if self.shared_fs:
+            # Same machine: the job runs the tools of this Python environment (trl, accelerate),
+            # whatever PATH the Ray head was started with.
+            if "PATH" not in runtime_env["env_vars"]:
+                bindir = str(Path(sys.executable).parent)
+                runtime_env["env_vars"]["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
             entrypoint = f"cd {shlex.quote(spec.working_dir)} && {command}"
         else:
             runtime_env["working_dir"] = self._upload_working_dir(Path(spec.working_dir))
