@@ -39,7 +39,7 @@ from advisor.errors import AdvisorError  # noqa: E402
 from advisor.placement.cases import TimeCase, time_cases  # noqa: E402
 from advisor.placement.timemodel import DATA, Infeasible, default_factors, predict_step  # noqa: E402
 
-FIT_KEYS = ["decode_hbm_efficiency", "decode_hbm_efficiency_static", "decode_step_overhead_ms_static", "decode_compute_efficiency", "forward_mfu", "train_mfu",
+FIT_KEYS = ["decode_hbm_efficiency", "decode_hbm_efficiency_static", "decode_step_overhead_ms_static", "decode_step_overhead_ms", "decode_compute_efficiency", "forward_mfu", "train_mfu", "activation_traffic",
             "sync_link_efficiency", "sync_per_tensor_ms", "step_overhead_s", "response_length_sigma"]
 BOUNDED = {"decode_hbm_efficiency", "decode_hbm_efficiency_static", "decode_compute_efficiency", "forward_mfu", "train_mfu",
            "sync_link_efficiency"}

@@ -235,8 +235,9 @@ def plan_placement(plan: Plan, price_per_gpu_hour: float | None = None, steps: i
         scored.append((t.step_s, label, cand, t))
     if given is not None and given.fits and not given.violations:
         gkey = _key(plan)
-        scored = [s for s in scored if _key(s[2]) != gkey]  # the same placement: keep the "as given" name
-        scored.append((given.time.step_s, "as given", plan, given.time))
+        same = [s for s in scored if _key(s[2]) == gkey]  # the same placement: keep the "as given" name,
+        scored = [s for s in scored if _key(s[2]) != gkey]  # but the searched copy (explicit pools, engines)
+        scored.append((given.time.step_s, "as given", same[0][2] if same else plan, given.time))
     scored.sort(key=lambda x: (x[0], x[1] != "as given"))
     ranked: list[Candidate] = []
     memory_source = MEMORY_SOURCE_LOWER

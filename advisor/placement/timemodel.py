@@ -303,12 +303,18 @@ def _decode(arch: Arch, dev: Device, *, engines: int, tp: int, seqs: int, prompt
             return waves * wave, bound
         sat = max(q - c, 0) * dist.mean / c * per_tok
         drain = 0.0
+        longest = 0.0
         for i in range(n):
             t = (i + 0.5) * dt
             s = dist.survival(t)
             p_any = 1.0 - (1.0 - s) ** c
             drain += dt * step(c * s, p_any, prompt + t, eta_b, eta_f, fixed)
-        return sat + drain, bound
+            # the rollout is not done before the longest of ALL its sequences (every engine
+            # waits for the slowest one): it runs t steps with probability 1-(1-S(t))^seqs,
+            # each step at least a weight read with the survivors' KV (the batch thins)
+            p_q = 1.0 - (1.0 - s) ** seqs
+            longest += dt * step(max(min(c, q * s), 1.0), p_q, prompt + t, eta_b, eta_f, fixed)
+        return max(sat + drain, longest), bound
 
     secs, bound = total(eta_bw, eta_c, step_overhead_s)
     lower, _ = total(1.0, 1.0, 0.0)
@@ -321,7 +327,8 @@ class _Infeasible(Exception):
 
 def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, tokens: float,
                    seq_sq: float, k: float, eta: float, micro_tokens: float, mini_batches: int,
-                   sharded_gather: bool, grad_bytes: float, lora: bool) -> tuple[float, float, str]:
+                   sharded_gather: bool, grad_bytes: float, lora: bool,
+                   act_traffic: float = 0.0) -> tuple[float, float, str]:
     """A forward (k=2) or training (k=6/8/4) pass over ``tokens`` on ``gpus`` GPUs."""
     flops = k * arch.active * tokens + k * seq_sq * arch.head_dim * arch.heads * arch.layers
     compute = flops / (gpus * dev.peak_flops)
@@ -356,9 +363,14 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
     else:
         link = dev.dp_link(dp * mp)
         dp_comm = (2 * grad_bytes / mp * (dp - 1) / dp / link * mini_batches) if k > 2 else 0.0
-    secs = max(compute / eta * bubble + tp_comm, dp_comm)
+    # memory-bound work beside the GEMMs (norms, activations, rotary, softmax, residual adds,
+    # cast/copy kernels): bytes that scale with tokens x hidden x layers and stream at the HBM
+    # bandwidth. This term is why one GEMM efficiency gives a GPU-dependent MFU: it is ~8x
+    # larger relative to the FLOPs on an H100 (ridge 295 FLOP/B) than on an H20 (ridge 37).
+    elementwise = act_traffic * (k / 2.0) * tokens * arch.hidden * arch.layers * 2.0 / (gpus * dev.hbm_bw)
+    secs = max((compute / eta + elementwise) * bubble + tp_comm, dp_comm)
     lower = max(compute + tp_comm, dp_comm)
-    bound = "compute" if compute / eta * bubble + tp_comm >= dp_comm else "interconnect"
+    bound = "compute" if (compute / eta + elementwise) * bubble + tp_comm >= dp_comm else "interconnect"
     return secs, lower, bound
 
 
@@ -467,7 +479,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None) -> StepTim
             max_num_seqs=plan.rollout.max_num_seqs, mem_fraction=frac, eta_bw=eta_bw,
             eta_c=f["decode_compute_efficiency"],
             static_batch=static, streaming=plan.placement.mode == "fully_async",
-            step_overhead_s=1e-3 * f["decode_step_overhead_ms_static"] if static else 0.0)
+            step_overhead_s=1e-3 * (f["decode_step_overhead_ms_static"] if static else f["decode_step_overhead_ms"]))
         phases.append(_Phase("rollout_decode", rollout_pool.name, g, secs, lower, bound, eta_bw,
                              f"{engines} engines x TP{tp_r}, {seqs} sequences, {conc} running per engine, "
                              f"{waves:.1f} waves, mean {dist.mean:.0f} / max {dist.max_len} tokens, "
@@ -484,7 +496,8 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None) -> StepTim
         par = rm.parallel if getattr(plan, role, None) is not None else plan.policy.parallel
         secs, lower, bound = _compute_phase(a, dev, gpus=p.gpus, par=par, tokens=tokens, seq_sq=seq_sq, k=2.0,
                                             eta=eta_f, micro_tokens=micro_tokens, mini_batches=1,
-                                            sharded_gather=sharded, grad_bytes=0.0, lora=False)
+                                            sharded_gather=sharded, grad_bytes=0.0, lora=False,
+                                            act_traffic=f["activation_traffic"])
         phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_f, f"{tokens / 1e6:.2f} M tokens"))
 
     if plan.is_online:
@@ -513,7 +526,8 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None) -> StepTim
         secs, lower, bound = _compute_phase(a, dev, gpus=p.gpus, par=par, tokens=tokens * plan.algorithm.epochs_per_batch,
                                             seq_sq=seq_sq * plan.algorithm.epochs_per_batch, k=k_train, eta=eta_t,
                                             micro_tokens=micro_tokens, mini_batches=mini_batches,
-                                            sharded_gather=sharded, grad_bytes=gb, lora=lora)
+                                            sharded_gather=sharded, grad_bytes=gb, lora=lora,
+                                            act_traffic=f["activation_traffic"])
         phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_t,
                              f"{k_train:.0f}N FLOPs/token{' (full recompute)' if recompute else ''}, "
                              f"{mini_batches} optimizer steps"))
