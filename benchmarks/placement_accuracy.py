@@ -40,9 +40,10 @@ from advisor.placement.cases import TimeCase, time_cases  # noqa: E402
 from advisor.placement.timemodel import DATA, Infeasible, default_factors, predict_step  # noqa: E402
 
 FIT_KEYS = ["decode_hbm_efficiency", "decode_hbm_efficiency_static", "decode_step_overhead_ms_static", "decode_step_overhead_ms", "decode_compute_efficiency", "forward_mfu", "train_mfu", "activation_traffic",
-            "sync_link_efficiency", "sync_per_tensor_ms", "step_overhead_s", "response_length_sigma"]
+            "sync_link_efficiency", "sync_per_tensor_ms", "sync_inter_node_latency_ms", "ckpt_link_efficiency",
+            "ckpt_per_tensor_ms", "step_overhead_s", "response_length_sigma"]
 BOUNDED = {"decode_hbm_efficiency", "decode_hbm_efficiency_static", "decode_compute_efficiency", "forward_mfu", "train_mfu",
-           "sync_link_efficiency"}
+           "sync_link_efficiency", "ckpt_link_efficiency"}
 
 
 def load_cases(path: Path) -> list[TimeCase]:
@@ -53,7 +54,7 @@ def load_cases(path: Path) -> list[TimeCase]:
 
 def predict(case: TimeCase, factors: dict[str, float]) -> tuple[float, float, float | None, str]:
     """(predicted, physical limit, predicted tokens/s/GPU, bottleneck) in the row's metric."""
-    st = predict_step(case.plan, factors)
+    st = predict_step(case.plan, factors, sync_transport=case.sync_transport)
     if case.metric == "sync_s":
         ph = next(p for p in st.phases if p.phase == "weight_sync")
         return ph.seconds, ph.lower_bound_s, None, "weight_sync"

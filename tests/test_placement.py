@@ -153,6 +153,34 @@ def test_async_overlaps_generation_with_training() -> None:
     assert "max(" in off.critical_path
 
 
+def _sync(st: Any) -> Any:
+    return next(ph for ph in st.phases if ph.phase == "weight_sync")
+
+
+def test_weight_sync_follows_the_transport_and_the_interconnect() -> None:
+    """Colocated pools reshard in place (CUDA IPC); split pools broadcast over NVLink inside a
+    node and over the slower node NIC across nodes; the bucketed checkpoint engine beats the
+    per-tensor broadcast on the same link."""
+    colocated = _colocated()
+    assert "CUDA IPC" in _sync(predict_step(colocated)).detail
+    inside = make(placement=split(4, 4, "one_step_off"))
+    nvlink = _sync(predict_step(inside))
+    assert "NCCL broadcast" in nvlink.detail and "NVLink" in nvlink.detail
+    across = make(hardware=Hardware(gpu="H100", gpus_per_node=8, nodes=2),
+                  placement=Placement(mode="one_step_off", pools=pools(("train", 1, 8, ["policy", "reference"]),
+                                                                       ("rollout", 1, 8, ["rollout"]))))
+    nic = _sync(predict_step(across))
+    assert "node NIC" in nic.detail and nic.seconds > nvlink.seconds
+    slow_net = across.model_copy(update={"hardware": Hardware(gpu="H100", gpus_per_node=8, nodes=2, inter_node_gbps=100)})
+    assert _sync(predict_step(slow_net)).lower_bound_s == pytest.approx(4 * nic.lower_bound_s, rel=1e-3)
+    ckpt = _sync(predict_step(across, sync_transport="checkpoint_engine"))
+    assert ckpt.seconds < nic.seconds and "checkpoint engine" in ckpt.detail
+    assert "checkpoint engine would take" in nic.detail
+    with pytest.raises(AdvisorError) as err:
+        predict_step(across, sync_transport="carrier_pigeon")
+    assert err.value.problems[0].field == "sync_transport"
+
+
 def test_more_rollout_gpus_decode_faster() -> None:
     few = predict_step(make(rollout=Rollout(tp=1), placement=split(6, 2, "one_step_off")))
     many = predict_step(make(rollout=Rollout(tp=1), placement=split(2, 6, "one_step_off")))

@@ -40,6 +40,8 @@ class TimeCase(BaseModel):
     scored: bool = True
     skip_reason: str = ""
     expert: bool = Field(False, description="The row is a published expert configuration.")
+    sync_transport: str | None = Field(None, description="Weight-sync path the row measured (timemodel.TRANSPORTS); "
+                                       "None = the layout's default.")
 
 
 def _gpu_name(text: str) -> str:
@@ -240,10 +242,6 @@ def _sync_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
     gpu = _gpu_name(case.get("hardware", {}).get("gpu", "H20"))
     for row in case["outcome"]["rows"]:
         label = f"{row['model']} {row['trainer_ranks']}->{row['rollout_ranks']} ckpt_engine={row.get('checkpoint_engine')}"
-        if row.get("checkpoint_engine"):
-            out.append(TimeCase(case=case["id"], row=label, metric="sync_s", published=row["sync_s"], scored=False,
-                                skip_reason="checkpoint-engine transfer path not modelled"))
-            continue
         t, r = int(row["trainer_ranks"]), int(row["rollout_ranks"])
         nodes = max(1, (t + r) // 8)
 
@@ -257,7 +255,8 @@ def _sync_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
                     placement=Placement(mode="fully_async", pools=[pool("train", t, ["policy"]), pool("rollout", r, ["rollout"])]),
                     memory=MemoryKnobs(train_backend="megatron", rollout_memory_fraction=0.85))
         out.append(TimeCase(case=case["id"], row=label, plan=plan, metric="sync_s", published=row["sync_s"],
-                            inferred=["network 400 Gb/s per node (not published)"]))
+                            inferred=["network 400 Gb/s per node (not published)"],
+                            sync_transport="checkpoint_engine" if row.get("checkpoint_engine") else "nccl_broadcast"))
     return out
 
 

@@ -15,8 +15,10 @@ Sources (perf-anchors.md §3, §4, §7; HybridFlow's d_cost, §2.1):
   k = 2 (forward), 6 (train) or 8 (train with full recompute), 4 (LoRA: no weight grads).
   Pipeline bubbles multiply by ``(m+p-1)/m``; tensor-parallel all-reduces add their bytes over
   the intra-node link; FSDP/ZeRO-3 gathers run concurrently with compute (``max``).
-- **Weight sync** moves the policy weights to the rollout engines over the link between the
-  pools (NVLink inside a node, the node NIC across nodes) plus a per-tensor cost.
+- **Weight sync** moves the policy weights to the rollout engines, per transport
+  (``weight_sync_time``): CUDA IPC after an in-place reshard when colocated, a per-tensor NCCL
+  broadcast over the link between the pools (NVLink inside a node, the node NIC across nodes,
+  plus a network round trip per tensor), or the bucketed checkpoint engine.
 - **Offload** moves the offloaded parameter / optimizer bytes over the host link.
 - **Combination**: phases of one pool run in sequence (sum); pools run in parallel (max) within
   a stage (generate, score, train); stages run in sequence for synchronous layouts. One-step-off
@@ -397,6 +399,65 @@ def pool_of(pools: list[Pool], role: str) -> Pool | None:
     return None
 
 
+TRANSPORTS = ("cuda_ipc", "nccl_broadcast", "checkpoint_engine")
+"""Weight-sync paths: in place on colocated GPUs (CUDA IPC handles after a gather of the
+training shards), a per-tensor NCCL broadcast from the trainer to the rollout ranks (veRL
+one-step-off/fully-async default, OpenRLHF ``vllm_sync_backend=nccl``), and the bucketed,
+pipelined checkpoint engine (veRL fully-async ``checkpoint_engine``, perf-anchors.md 3)."""
+
+
+def default_transport(plan: Plan) -> str:
+    """Colocated policy and rollout share GPUs (CUDA IPC); separate pools broadcast over NCCL."""
+    pools = pools_of(plan)
+    pp, rp = pool_of(pools, "policy"), pool_of(pools, "rollout")
+    return "cuda_ipc" if pp is not None and rp is not None and pp.name == rp.name else "nccl_broadcast"
+
+
+def weight_sync_time(plan: Plan, pol: Arch, dev: Device, policy_pool: Pool, rollout_pool: Pool,
+                     transport: str, f: dict[str, float]) -> tuple[float, float, str]:
+    """Seconds to move the policy weights into the rollout engines (time, physical limit, detail).
+
+    - ``cuda_ipc`` (colocated): every GPU gathers the rollout-TP shard it serves from the
+      training shards over the training group's link (NVLink in a node, the NIC share across
+      nodes), then hands it to the engine by IPC handle; with sleep level 1 the engine's
+      weights come back over the host link first.
+    - ``nccl_broadcast``: each full tensor crosses from the trainer to every rollout rank, one
+      collective per tensor. A broadcast pipelines through the receivers, so the bytes cost is
+      ``W / link`` on the slowest hop (NVLink when both pools share a node, else the node NIC)
+      and every tensor pays a fixed launch/gather cost, plus a network round trip when the
+      pools span nodes (MoE expert tensors are gathered across EP ranks first).
+    - ``checkpoint_engine``: the same bytes, packed into large buckets and pipelined (gather,
+      H2D, broadcast overlap), so the link runs near its rate and the per-tensor cost is only a
+      copy into a bucket; inside one node each rollout rank receives just its TP shard.
+    """
+    if transport not in TRANSPORTS:
+        raise AdvisorError(f"unknown weight-sync transport {transport!r}", field="sync_transport",
+                           value=transport, allowed=", ".join(TRANSPORTS))
+    tp_r = plan.rollout.tp
+    if transport == "cuda_ipc":
+        bw = dev.dp_link(policy_pool.gpus)
+        moved = pol.weight_bytes / tp_r
+        link_s = moved / bw
+        if plan.rollout.sleep_level == 1:
+            link_s += pol.weight_bytes / tp_r / dev.host_bw
+        per_tensor = f["sync_per_tensor_ms"] * 1e-3 * pol.tensors
+        return link_s / f["sync_link_efficiency"] + per_tensor, link_s, \
+            f"CUDA IPC: reshard {moved / GIB:.1f} GiB per GPU in place"
+    same_node = policy_pool.gpus + rollout_pool.gpus <= dev.gpus_per_node and plan.hardware.nodes == 1
+    bw = dev.link_bw if same_node else dev.node_nic_bw
+    if transport == "checkpoint_engine":
+        moved = pol.weight_bytes / tp_r if same_node else pol.weight_bytes
+        link_s = moved / bw
+        secs = link_s / f["ckpt_link_efficiency"] + f["ckpt_per_tensor_ms"] * 1e-3 * pol.tensors
+        return secs, link_s, f"checkpoint engine: {moved / GIB:.1f} GiB in buckets over " \
+            f"{'NVLink' if same_node else 'the node NIC'}"
+    link_s = pol.weight_bytes / bw
+    per_tensor = f["sync_per_tensor_ms"] * 1e-3 + (0.0 if same_node else f["sync_inter_node_latency_ms"] * 1e-3)
+    return link_s / f["sync_link_efficiency"] + per_tensor * pol.tensors, link_s, \
+        f"NCCL broadcast: {pol.weight_bytes / GIB:.1f} GiB over {'NVLink' if same_node else 'the node NIC'}"
+
+
+
 def active_roles(plan: Plan) -> list[str]:
     """Roles that do work in a step (the guide's role table via plan_check.resident_roles)."""
     from advisor.plan_check import resident_roles
@@ -407,8 +468,11 @@ def active_roles(plan: Plan) -> list[str]:
     return roles
 
 
-def predict_step(plan: Plan, factors: dict[str, float] | None = None) -> StepTime:
-    """Predict one step of ``plan`` as placed by ``plan.placement`` (see module docstring)."""
+def predict_step(plan: Plan, factors: dict[str, float] | None = None,
+                 sync_transport: str | None = None) -> StepTime:
+    """Predict one step of ``plan`` as placed by ``plan.placement`` (see module docstring).
+
+    ``sync_transport`` overrides the weight-sync path of the layout (one of ``TRANSPORTS``)."""
     f = dict(default_factors())
     if factors:
         f.update(factors)
@@ -557,25 +621,15 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None) -> StepTim
     # ---- weight sync
     if rollout_pool is not None:
         policy_pool = pool_or_fail("policy")
-        tp_r = plan.rollout.tp
-        eta_s = f["sync_link_efficiency"]
-        per_tensor = f["sync_per_tensor_ms"] * 1e-3 * pol.tensors
-        if policy_pool.name == rollout_pool.name:
-            # reshard in place: each GPU gathers its rollout TP shard from the training shards
-            bw = dev.dp_link(policy_pool.gpus)
-            moved = pol.weight_bytes / tp_r
-            link_s = moved / bw
-            if plan.rollout.sleep_level == 1:
-                link_s += pol.weight_bytes / tp_r / dev.host_bw
-            detail = f"reshard {moved / GIB:.1f} GiB per GPU in place"
-        else:
-            same_node = policy_pool.gpus + rollout_pool.gpus <= dev.gpus_per_node and plan.hardware.nodes == 1
-            bw = dev.link_bw if same_node else dev.node_nic_bw
-            link_s = pol.weight_bytes / bw
-            detail = f"broadcast {pol.weight_bytes / GIB:.1f} GiB over {'NVLink' if same_node else 'the node NIC'}"
-        secs = link_s / eta_s + per_tensor
+        transport = sync_transport or default_transport(plan)
+        secs, link_s, detail = weight_sync_time(plan, pol, dev, policy_pool, rollout_pool, transport, f)
+        if transport != "cuda_ipc":
+            other = "checkpoint_engine" if transport == "nccl_broadcast" else "nccl_broadcast"
+            alt, _, _ = weight_sync_time(plan, pol, dev, policy_pool, rollout_pool, other, f)
+            detail += f"; {other.replace('_', ' ')} would take {alt:.2f} s"
         phases.append(_Phase("weight_sync", rollout_pool.name, rollout_pool.gpus, secs, link_s, "interconnect",
-                             eta_s, detail + f", {pol.tensors} tensors"))
+                             f["ckpt_link_efficiency" if transport == "checkpoint_engine" else "sync_link_efficiency"],
+                             detail + f", {pol.tensors} tensors"))
 
     phases.append(_Phase("step_overhead", "all", total_gpus, f["step_overhead_s"], 0.0, "fixed", 1.0,
                          "reward scoring, data, RPC, logging"))
