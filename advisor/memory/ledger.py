@@ -14,6 +14,7 @@ section 0 item 1), plus the allocator reserve in phases run by the PyTorch alloc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from advisor.memory.constants import const
@@ -159,6 +160,49 @@ def micro_tokens(plan: Plan, role: RoleSetup, training: bool = True) -> tuple[fl
     micro = d.micro_batch_size_per_gpu or 1
     t = max(min(micro * pair * seq / split, rank_tokens), one_seq)
     return t, f"{micro} seq{' x2 (pairs)' if pair == 2 else ''} x {seq:g} tok / (sp {role.sp} x cp {role.cp}); {how}"
+
+
+def micro_batches_per_step(plan: Plan, role: RoleSetup) -> int:
+    """Micro-batches one data-parallel rank runs per optimizer step (gradient-accumulation steps):
+    the rank's share of the mini-batch divided by the tokens of one micro-batch (micro_tokens)."""
+    d = plan.data
+    seq, _ = _seq_tokens(plan)
+    n = (plan.algorithm.group_size or 1) if plan.is_online else 1
+    pair = 2 if plan.method in PAIRED_METHODS else 1
+    width = role.sp * role.cp * (role.tp * role.pp if role.backend == "megatron" else 1)
+    ranks = max(1, role.pool_gpus // width)
+    prompts = d.mini_batch_size or d.train_batch_size
+    rank_tokens = prompts * n * pair * seq / ranks / (role.sp * role.cp)
+    t, _ = micro_tokens(plan, role)
+    return max(1, math.ceil(rank_tokens / t - 1e-9))
+
+
+def _overlap_grads_with_activations(terms: list[Term], r: RoleSetup, n_micro: int) -> list[Term]:
+    """FSDP frees gradients between optimizer steps (``optimizer.zero_grad()`` sets them to None
+    before every mini-batch: veRL dp_actor.update_policy, torch.optim default set_to_none=True) and
+    builds the sharded fp32 gradient unit by unit during backward (FSDP post-backward
+    reduce-scatter), while the checkpointed activations and the logits are freed in the same walk.
+    With ONE micro-batch per optimizer step the two are never both at their maximum: at the start
+    of backward the activations + logits are all alive and no gradient shard exists; at its end all
+    gradient shards exist and the activations are gone. Both vary linearly with the layers walked,
+    so the peak is max(activations + logits, grads), i.e. the grads count only beyond the
+    activations. With gradient accumulation (n_micro > 1) the previous micro-batches' gradient
+    shards are alive during every backward, and the full sum stands. Source: PyTorch FSDP
+    post-backward hook (_post_backward_hook / reduce-scatter into the sharded grad) and
+    torch.optim.Optimizer.zero_grad(set_to_none=True)."""
+    if n_micro != 1 or r.backend != "fsdp" or r.lora_rank:
+        return terms
+    freed = sum(t.gib for t in terms if t.name in (f"{r.name}.activations", f"{r.name}.logits"))
+    out = []
+    for t in terms:
+        if t.name == f"{r.name}.grads":
+            kept = max(0.0, t.gib - freed)
+            t = Term(name=t.name, role=t.role, kind=t.kind, gib=kept,
+                     formula=t.formula + f"; one micro-batch per optimizer step: the {t.gib:.2f} GiB of "
+                     f"gradient shards build up while {freed:.2f} GiB of activations + logits are freed, "
+                     "so only the excess counts")
+        out.append(t)
+    return out
 
 
 # --------------------------------------------------------------------------- terms per phase
@@ -449,6 +493,7 @@ def build_ledger(plan: Plan) -> MemoryBudget:
             tokens, note = micro_tokens(plan, r)
             ts += _state_terms(r, "active", training=True)
             ts += _compute_terms(plan, r, True, tokens, note, logits=logits, entropy=entropy and logits)
+            ts = _overlap_grads_with_activations(ts, r, micro_batches_per_step(plan, r))
             pool_phases.append(_phase(name, pool, st, sys_terms + ts + ets, cap))
 
         update_phase("critic_update", "critic", logits=False)
