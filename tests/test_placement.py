@@ -123,6 +123,22 @@ def test_length_distribution_keeps_its_mean_and_tail() -> None:
     assert fixed.survival(255) == 1.0 and fixed.survival(256) == 0.0
 
 
+def test_clipped_responses_keep_the_mean_and_make_the_batch_wait() -> None:
+    """A point mass at max_len (responses without EOS) keeps the mean; with thousands of
+    sequences the synchronous rollout then runs max_len steps, which the body alone does not."""
+    body, clipped = LengthDist(1000, 20480, 0.8), LengthDist(1000, 20480, 0.8, clip=0.01)
+    n = 4000
+    integral = sum(clipped.survival((i + 0.5) * 20480 / n) for i in range(n)) * 20480 / n
+    assert integral == pytest.approx(1000, rel=0.01)
+    assert clipped.clip_ratio() >= 0.01 > body.clip_ratio()
+    p_reach_max = lambda d, seqs: 1 - (1 - d.survival(20479)) ** seqs  # noqa: E731
+    assert p_reach_max(clipped, 6144) > 0.99 and p_reach_max(body, 6144) < 0.5
+    assert LengthDist(256, 256, 0.8, clip=0.05).clip_ratio() == 1.0  # fixed length stays fixed
+    late = _colocated(data=DataSpec(train_batch_size=64, max_response_length=8192, mean_response_length=400))
+    dec = lambda f: next(ph.seconds for ph in predict_step(late, f).phases if ph.phase == "rollout_decode")  # noqa: E731
+    assert dec({"response_clip_fraction": 0.02}) > dec({"response_clip_fraction": 0.0})
+
+
 def _colocated(**kw: Any) -> Plan:
     return make(placement=Placement(mode="colocated", pools=pools(("all", 1, 8, ["policy", "reference", "rollout"]))), **kw)
 

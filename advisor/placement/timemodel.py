@@ -188,17 +188,24 @@ def role_spec(plan: Plan, role: str) -> tuple[ModelSpec, RoleModel]:
 
 
 class LengthDist:
-    """Response lengths: log-normal with the given mean after truncation at ``max_len``.
+    """Response lengths: a log-normal body plus a point mass at ``max_len``, with the given mean.
 
-    Truncation puts the mass above ``max_len`` at ``max_len`` (clipped responses), which is what
-    a synchronous rollout waits for. ``mean >= max_len`` gives fixed-length responses.
+    RL rollouts end in two ways: an EOS (a log-normal body, truncated at ``max_len``) or the
+    length limit (responses that loop or keep reasoning: veRL's ``response_length/clip_ratio``,
+    typically 0.5-5 %). The point mass ``clip`` of always-clipped responses is what makes a
+    synchronous rollout of thousands of sequences run for ``max_len`` steps almost surely, which
+    a log-normal alone (whose tail thins fast) misses. ``mean >= max_len`` gives fixed-length
+    responses; the body's mean is solved so that the mixture keeps ``mean``.
     """
 
-    def __init__(self, mean: float, max_len: int, sigma: float):
+    def __init__(self, mean: float, max_len: int, sigma: float, clip: float = 0.0):
         self.max_len = int(max_len)
         self.sigma = sigma
         self.mean = min(float(mean), float(max_len))
         self.fixed = self.mean >= self.max_len - 0.5 or sigma <= 0
+        # the clipped mass may take at most half of the mean (the body keeps a real spread)
+        self.clip = 0.0 if self.fixed else min(max(clip, 0.0), 0.5 * self.mean / self.max_len)
+        self.body_mean = (self.mean - self.clip * self.max_len) / (1.0 - self.clip)
         self.mu = self._solve_mu() if not self.fixed else 0.0
 
     @staticmethod
@@ -214,7 +221,7 @@ class LengthDist:
         lo, hi = -10.0, math.log(self.max_len) + 10.0
         for _ in range(80):
             mid = (lo + hi) / 2
-            if self._trunc_mean(mid) < self.mean:
+            if self._trunc_mean(mid) < self.body_mean:
                 lo = mid
             else:
                 hi = mid
@@ -228,10 +235,14 @@ class LengthDist:
             return 1.0
         if t <= 0:
             return 1.0
-        return 1.0 - self._phi((math.log(t) - self.mu) / self.sigma)
+        body = 1.0 - self._phi((math.log(t) - self.mu) / self.sigma)
+        return self.clip + (1.0 - self.clip) * body
 
     def clip_ratio(self) -> float:
-        return 1.0 if self.fixed else 1.0 - self._phi((math.log(self.max_len) - self.mu) / self.sigma)
+        """Share of responses that stop at ``max_len``."""
+        if self.fixed:
+            return 1.0
+        return self.clip + (1.0 - self.clip) * (1.0 - self._phi((math.log(self.max_len) - self.mu) / self.sigma))
 
     def second_moment(self) -> float:
         """E[L^2] by integrating 2 t S(t)."""
@@ -494,7 +505,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
     if d.mean_response_length is None:
         assumptions.append(f"mean response length {resp_mean:.0f} tokens assumed "
                            f"({constant('default_response_fill'):.0%} of max); set data.mean_response_length")
-    dist = LengthDist(resp_mean, d.max_response_length, f["response_length_sigma"])
+    dist = LengthDist(resp_mean, d.max_response_length, f["response_length_sigma"], f["response_clip_fraction"])
     if plan.method in OFFLINE_METHODS:
         seqs = prompts * (2 if plan.method in (Method.DPO, Method.ORPO, Method.SIMPO, Method.REWARD_MODEL) else 1)
     remove_padding = plan.memory.remove_padding
