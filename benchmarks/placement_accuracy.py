@@ -145,7 +145,7 @@ def write_factors(factors: dict[str, float], rows: list[dict[str, Any]], held: l
     if held:
         fit_block += (f"  cv_rows: {len(held)}\n  cv_median_abs_error: {statistics.median(held):.3f}\n"
                       f"  cv_max_abs_error: {max(held):.3f}\n"
-                      f"  cv_note: leave-one-source-out (--cv): each source predicted by factors fitted without it\n")
+                      f"  cv_note: \"leave-one-source-out (--cv): each source predicted by factors fitted without it\"\n")
     text = text[: text.index("fit:\n")] + fit_block
     DATA.write_text(text)
 
