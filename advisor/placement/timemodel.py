@@ -7,13 +7,18 @@ Sources (perf-anchors.md §3, §4, §7; HybridFlow's d_cost, §2.1):
   of every running sequence (``ctx * kv_bytes_per_token / t``), capped below by the compute
   roof ``2 N_active b / (t * peak)``. Continuous batching keeps ``C`` sequences running per
   engine (``C`` = min(max_num_seqs, KV capacity / mean context)); the batch then drains along
-  the response-length distribution (log-normal, truncated at max_response_length, with the
-  plan's mean), so the long tail is paid in weight reads: a step happens while *any* sequence
-  runs (``1-(1-S(t))^C``) and costs KV reads for the ``C*S(t)`` that do.
+  the response-length distribution (a log-normal body truncated at max_response_length plus a
+  point mass of clipped responses at max_response_length, with the plan's mean), so the long
+  tail is paid in weight reads: a step happens while *any* sequence runs (``1-(1-S(t))^C``)
+  and costs KV reads for the ``C*S(t)`` that do. A synchronous rollout also lasts at least as
+  long as the longest of *all* its sequences (``1-(1-S(t))^seqs``: every engine waits for the
+  slowest), each tail step costing a weight read plus the engine's per-step CPU overhead.
 - **Prefill, forward passes and training** are compute-bound: ``k * N_active * tokens`` plus
   the attention term ``k * sum(s^2) * d_head * n_heads * L`` (veRL's flops counter), with
   k = 2 (forward), 6 (train) or 8 (train with full recompute), 4 (LoRA: no weight grads).
-  Pipeline bubbles multiply by ``(m+p-1)/m``; tensor-parallel all-reduces add their bytes over
+  Memory-bound elementwise work (``activation_traffic`` hidden-size vectors per token, layer
+  and pass) streams at HBM bandwidth beside the GEMMs, which makes the effective MFU depend on
+  the GPU's FLOP/byte ridge. Pipeline bubbles multiply by ``(m+p-1)/m``; tensor-parallel all-reduces add their bytes over
   the intra-node link; FSDP/ZeRO-3 gathers run concurrently with compute (``max``).
 - **Weight sync** moves the policy weights to the rollout engines, per transport
   (``weight_sync_time``): CUDA IPC after an in-place reshard when colocated, a per-tensor NCCL
