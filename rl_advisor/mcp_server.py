@@ -18,6 +18,7 @@ import sys
 from typing import Any, Callable
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
@@ -146,8 +147,10 @@ def build_server() -> MCPServer:
     for spec, fn in available_tools():
         if spec.cli_only:
             continue
+        hints = ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                                idempotent_hint=spec.read_only)
         server.add_tool(_as_mcp_tool(fn), name=spec.name, description=_describe(spec, fn),
-                        structured_output=True)
+                        annotations=hints, structured_output=True)
     _doc_resources(server)
 
     @server.prompt(name="post_training_run",

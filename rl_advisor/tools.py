@@ -23,7 +23,8 @@ class ToolSpec:
     name: str
     target: str  # "module:function"
     summary: str
-    read_only: bool = True
+    read_only: bool = True   # MCP annotation readOnlyHint: no side effects outside the reply
+    destructive: bool = False  # MCP annotation destructiveHint: may end or delete something
     cli_only: bool = False
 
     @property
@@ -36,6 +37,7 @@ class ToolSpec:
 
 
 TOOLS: list[ToolSpec] = [
+    # In the order of the loop: choose -> budget -> place -> render -> launch -> read back -> diagnose.
     ToolSpec("validate_plan", "advisor.plan_check:validate_plan",
              "Check a Plan: report every invalid field and fill method defaults."),
     ToolSpec("choose_method", "advisor.choose_method:choose_method",
@@ -44,19 +46,15 @@ TOOLS: list[ToolSpec] = [
              "Rank frameworks (veRL, OpenRLHF, TRL, NeMo-RL, ...) for a method and scale, with why-nots."),
     ToolSpec("list_catalog", "advisor.catalog:list_catalog",
              "List the GPU catalog (memory, bandwidth, FLOP/s, links) or the model catalog (exact dims)."),
-    ToolSpec("launch_run", "rl_advisor.launch_tools:launch_run",
-             "Launch a Plan locally, on Ray or on Kubernetes (dry run unless confirm=true); returns the run id.",
-             read_only=False),
-    ToolSpec("run_status", "rl_advisor.launch_tools:run_status",
-             "State of a launched run (re-derived from its backend) with its status history."),
-    ToolSpec("run_logs", "rl_advisor.launch_tools:run_logs",
-             "Last lines of a launched run's console output."),
-    ToolSpec("run_metrics", "rl_advisor.launch_tools:run_metrics",
-             "A launched run's metrics so far, in the normalised vocabulary (read incrementally)."),
-    ToolSpec("stop_run", "rl_advisor.launch_tools:stop_run",
-             "Stop a run by its registry id (dry run unless confirm=true).", read_only=False),
-    ToolSpec("list_runs", "rl_advisor.launch_tools:list_runs",
-             "Runs in the registry, newest first."),
+    ToolSpec("import_config", "advisor.importers:import_config",
+             "Read a veRL launch (Hydra overrides), OpenRLHF command line or TRL config YAML into a Plan; "
+             "lists every setting that was not understood and recognises OpenRLHF 0.9.5 legacy flags."),
+    ToolSpec("budget_memory", "advisor.memory:budget_memory",
+             "Will this Plan fit? Per-GPU peak per pool over the phases of one RL step (rollout, log-probs, "
+             "updates, weight sync), binding phase/term, host RAM, and a ranked fix ladder in framework keys."),
+    ToolSpec("budget_memory_from_config", "advisor.memory.from_config:budget_memory_from_config",
+             "Will this existing veRL/OpenRLHF/TRL config OOM? Import it, then budget_memory with the "
+             "fix ladder in that framework's keys (give gpu and typical lengths a config does not carry)."),
     ToolSpec("plan_placement", "advisor.placement:plan_placement",
              "Rank placements (colocated/split/async pools, per-role parallelism, rollout TP x engines) by "
              "predicted step time; best as an updated Plan, Ray/K8s resources, GPU-hours and cost."),
@@ -67,31 +65,30 @@ TOOLS: list[ToolSpec] = [
     ToolSpec("translate_config", "rl_advisor.render_tool:translate_config",
              "Import a veRL/OpenRLHF/TRL config and render it for another framework, with what does not carry over.",
              read_only=False),
+    ToolSpec("launch_run", "rl_advisor.launch_tools:launch_run",
+             "Launch a Plan locally, on Ray or on Kubernetes (dry run unless confirm=true); returns the run id.",
+             read_only=False),
+    ToolSpec("run_status", "rl_advisor.launch_tools:run_status",
+             "State of a launched run (re-derived from its backend) with its status history."),
+    ToolSpec("run_logs", "rl_advisor.launch_tools:run_logs",
+             "Last lines of a launched run's console output."),
+    ToolSpec("run_metrics", "rl_advisor.launch_tools:run_metrics",
+             "A launched run's metrics so far, in the normalised vocabulary (read incrementally)."),
+    ToolSpec("stop_run", "rl_advisor.launch_tools:stop_run",
+             "Stop a run by its registry id (dry run unless confirm=true).", read_only=False,
+             destructive=True),
+    ToolSpec("list_runs", "rl_advisor.launch_tools:list_runs",
+             "Runs in the registry, newest first."),
     ToolSpec("diagnose_run", "rl_advisor.diagnose_tool:diagnose_run",
              "Diagnose an RL run (registry id, log file/dir, or inline metrics): ranked findings with "
              "evidence (metric steps/values or log lines) and exact fix keys for its framework."),
-    ToolSpec("budget_memory", "advisor.memory:budget_memory",
-             "Will this Plan fit? Per-GPU peak per pool over the phases of one RL step (rollout, log-probs, "
-             "updates, weight sync), binding phase/term, host RAM, and a ranked fix ladder in framework keys."),
-    ToolSpec("import_config", "advisor.importers:import_config",
-             "Read a veRL launch (Hydra overrides), OpenRLHF command line or TRL config YAML into a Plan; "
-             "lists every setting that was not understood and recognises OpenRLHF 0.9.5 legacy flags."),
-    ToolSpec("budget_memory_from_config", "advisor.memory.from_config:budget_memory_from_config",
-             "Will this existing veRL/OpenRLHF/TRL config OOM? Import it, then budget_memory with the "
-             "fix ladder in that framework's keys (give gpu and typical lengths a config does not carry)."),
 ]
 
 
 def available_tools() -> list[tuple[ToolSpec, Callable[..., Any]]]:
-    """Tools whose implementation module is importable (all of them in a complete install)."""
-    out = []
-    for spec in TOOLS:
-        try:
-            fn = spec.load()
-        except (ImportError, AttributeError):
-            continue
-        out.append((spec, fn))
-    return out
+    """Every tool with its function. A tool module must import on the light core install (heavy
+    packages are imported inside the functions), so a failure here is a bug, not a missing extra."""
+    return [(spec, spec.load()) for spec in TOOLS]
 
 
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -101,3 +101,12 @@ def test_mcp_inspector_cli_lists_tools(tmp_path):
     listed = json.loads(proc.stdout)
     names = {t["name"] for t in listed["tools"]}
     assert {"choose_method", "choose_framework", "validate_plan"} <= names
+
+
+async def test_tool_annotations_mark_side_effects():
+    async with Client(build_server()) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert tools["choose_method"].annotations.read_only_hint is True
+    assert tools["launch_run"].annotations.read_only_hint is False
+    assert tools["stop_run"].annotations.destructive_hint is True
+    assert list(tools)[:3] == ["validate_plan", "choose_method", "choose_framework"]
