@@ -63,6 +63,10 @@ def _ray_executable() -> str:
     return found
 
 
+class _EarlyExit(RuntimeError):
+    """`ray start` exited before the head answered."""
+
+
 class LocalRayHead:
     """``with LocalRayHead(num_gpus=1) as head: head.address`` -> http://127.0.0.1:PORT."""
 
@@ -87,7 +91,19 @@ class LocalRayHead:
             env.pop(key, None)
         return env
 
-    def start(self) -> "LocalRayHead":
+    def start(self, attempts: int = 3) -> "LocalRayHead":
+        """Start the head; a start that dies early (a port taken between choosing and binding it,
+        on a busy machine) is retried with fresh ports."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start_once()
+            except _EarlyExit:
+                if attempt == attempts:
+                    raise
+                self.dashboard_port, self.gcs_port = free_port(), free_port()
+        return self
+
+    def _start_once(self) -> "LocalRayHead":
         import json
 
         worker_lo = free_port()
@@ -116,9 +132,10 @@ class LocalRayHead:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
+                code = self.proc.returncode
                 tail = self.log_path.read_text(errors="replace")[-2000:]
                 self.stop()
-                raise RuntimeError(f"ray start exited with {self.proc.returncode}:\n{tail}")
+                raise _EarlyExit(f"ray start exited with {code}:\n{tail}")
             try:
                 r = httpx.get(self.address + "/nodes?view=summary", timeout=2, trust_env=False)
                 nodes = (r.json().get("data") or {}).get("summary") or []
