@@ -31,7 +31,9 @@ test: setup
 test-fast: setup
 	$(PY) -m pytest -q -m "not integration"
 
+# Regenerate the skill's generated parts: guide tables from advisor/data, examples.md from examples/plans.
 examples: setup
+	$(PY) scripts/regenerate_docs.py
 	$(PY) scripts/regenerate_examples.py
 
 clean:
