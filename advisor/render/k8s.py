@@ -92,6 +92,18 @@ def _pod_resources(cpus: int, mem_gib: int, gpu_resource: str | None, gpus: int)
     return {"requests": dict(res), "limits": dict(res)}
 
 
+def _shm(mem_gib: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A memory-backed /dev/shm (volumeMount, volume) for GPU pods.
+
+    Containers get a 64 MiB /dev/shm by default; NCCL's shared-memory transport and vLLM's
+    worker processes need far more and fail with "unhandled system error" or bus errors.
+    A quarter of the pod's memory limit (it counts against that limit), at least 1 GiB.
+    """
+    size = max(1, mem_gib // 4)
+    return ({"name": "dshm", "mountPath": "/dev/shm"},
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{size}Gi"}})
+
+
 def _secret_env(plan: Plan, secrets: list[str], secret_name: str) -> list[dict[str, Any]]:
     out = [{"name": s, "valueFrom": {"secretKeyRef": {"name": secret_name, "key": s}}} for s in secrets]
     hf = plan.logging.hf_token_env
@@ -153,9 +165,12 @@ def _rayjob(plan: Plan, fw: Framework, launch: Any, rp, name: str, options: Rend
                           {"containerPort": 10001, "name": "client"}]}]}}}
     workers = []
     for p in rp.pools:
+        shm_mount, shm_volume = _shm(p.memory_gib_per_pod)
         spec: dict[str, Any] = {"containers": [{
             "name": "ray-worker", "image": image, "env": env,
-            "resources": _pod_resources(p.cpus_per_pod, p.memory_gib_per_pod, p.gpu_resource, p.gpus_per_pod)}]}
+            "resources": _pod_resources(p.cpus_per_pod, p.memory_gib_per_pod, p.gpu_resource, p.gpus_per_pod),
+            "volumeMounts": [shm_mount]}],
+            "volumes": [shm_volume]}
         if p.node_selector:
             spec["nodeSelector"] = dict(p.node_selector)
         workers.append({"groupName": p.name, "replicas": p.pods, "minReplicas": p.pods, "maxReplicas": p.pods,
@@ -185,6 +200,7 @@ def _batch_job(plan: Plan, fw: Framework, launch: Any, rp, names: dict[str, str]
                image: str) -> dict[str, Any]:
     env = _env(launch.env, plan, launch.secrets, options.secret_name)
     pool = rp.pools[0]
+    shm_mount, shm_volume = _shm(pool.memory_gib_per_pod)
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "containers": [{
@@ -194,9 +210,9 @@ def _batch_job(plan: Plan, fw: Framework, launch: Any, rp, names: dict[str, str]
             "resources": _pod_resources(pool.cpus_per_pod, pool.memory_gib_per_pod, pool.gpu_resource,
                                         pool.gpus_per_pod),
             "volumeMounts": [{"name": "run-files", "mountPath": "/etc/rl-advisor", "readOnly": True},
-                             {"name": "workspace", "mountPath": "/workspace"}]}],
+                             {"name": "workspace", "mountPath": "/workspace"}, shm_mount]}],
         "volumes": [{"name": "run-files", "configMap": {"name": names["config_map"]}},
-                    {"name": "workspace", "emptyDir": {}}]}
+                    {"name": "workspace", "emptyDir": {}}, shm_volume]}
     if pool.node_selector:
         spec["nodeSelector"] = dict(pool.node_selector)
     return {
