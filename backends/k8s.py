@@ -248,22 +248,34 @@ class K8sBackend:
         ordered = [m for m in manifests if m.get("kind") in ("ResourceFlavor", "ClusterQueue")] + \
             [m for m in manifests if m.get("kind") == "LocalQueue"] + configmaps + workloads
         created: list[dict[str, str]] = []
+        try:
+            self._create_all(ordered, name, ns, spec.run_id, created)
+        except Exception:
+            # A refused submission leaves no per-run objects behind (shared Kueue objects stay).
+            try:
+                self._delete_configmap_names(ns, [c["name"] for c in created if c["kind"] == "ConfigMap"])
+            except Exception:  # the API is down: the original error is the one to report
+                pass
+            raise
+        kind = workloads[0]["kind"]
+        return {"namespace": ns, "kind": kind, "name": name, "context": self.context,
+                "created": created, "configmaps": sorted(renames.values())}
+
+    def _create_all(self, ordered: list[dict[str, Any]], name: str, ns: str, run_id: str,
+                    created: list[dict[str, str]]) -> None:
         for obj in ordered:
             obj = stringify_quantities(obj)
             meta = obj.setdefault("metadata", {})
             if obj.get("kind") in WORKLOAD_KINDS:
                 meta["name"] = name
             if obj.get("kind") in (*WORKLOAD_KINDS, "ConfigMap"):
-                meta.setdefault("labels", {})[RUN_LABEL] = k8s_label_value(spec.run_id)
+                meta.setdefault("labels", {})[RUN_LABEL] = k8s_label_value(run_id)
             # Namespaced objects go to the user's namespace (kubeconfig context or option).
             if obj.get("kind") in ("ConfigMap", "Job") or \
                     CUSTOM_KINDS.get(obj.get("kind", ""), ("", "", "", False))[3]:
                 meta["namespace"] = ns
-            self._create(obj, k8s_label_value(spec.run_id))
+            self._create(obj, k8s_label_value(run_id))
             created.append({"kind": obj["kind"], "name": meta.get("name", "")})
-        kind = workloads[0]["kind"]
-        return {"namespace": ns, "kind": kind, "name": name, "context": self.context,
-                "created": created, "configmaps": sorted(renames.values())}
 
     def _read_workload(self, record: RunRecord) -> dict[str, Any] | None:
         from kubernetes.client.exceptions import ApiException
@@ -350,11 +362,14 @@ class K8sBackend:
         return points + (list(finish() or []) if finish else [])
 
     def _delete_configmaps(self, record: RunRecord) -> None:
+        self._delete_configmap_names(record.backend_ids.get("namespace") or self.namespace,
+                                     record.backend_ids.get("configmaps") or [])
+
+    def _delete_configmap_names(self, ns: str, names: list[str]) -> None:
         from kubernetes.client.exceptions import ApiException
 
         _, _, core = self._apis()
-        ns = record.backend_ids.get("namespace") or self.namespace
-        for cm in record.backend_ids.get("configmaps") or []:
+        for cm in names:
             try:
                 self._call(f"delete ConfigMap {cm!r}", lambda cm=cm: core.delete_namespaced_config_map(cm, ns),
                            ok_statuses=(404,))
