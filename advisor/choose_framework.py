@@ -137,13 +137,7 @@ def load_framework_facts() -> FrameworkFacts:
     missing = set(Framework) - set(table.frameworks)
     if missing:
         raise ValueError(f"framework_facts.yaml: no entry for {sorted(f.value for f in missing)}")
-    ids = [r.id for r in table.rules] + [e.id for e in table.exclusions]
-    if len(ids) != len(set(ids)):
-        raise ValueError("framework_facts.yaml: duplicate rule ids")
-    for r in table.rules:
-        rulebook.check_when(r.when, FACTS, f"rules.{r.id}")
-    for e in table.exclusions:
-        rulebook.check_when(e.when, FACTS, f"exclusions.{e.id}")
+    rulebook.check_rule_table(table.rules, table.exclusions, FACTS, "framework_facts.yaml")
     return table
 
 

@@ -144,13 +144,7 @@ def load_method_rules() -> MethodRules:
     for m, f in table.methods.items():
         for i, req in enumerate(f.requires):
             rulebook.check_when(req, FACTS, f"methods.{m.value}.requires[{i}]")
-    ids = [r.id for r in table.rules] + [e.id for e in table.exclusions]
-    if len(ids) != len(set(ids)):
-        raise ValueError("method_rules.yaml: duplicate rule ids")
-    for r in table.rules:
-        rulebook.check_when(r.when, FACTS, f"rules.{r.id}")
-    for e in table.exclusions:
-        rulebook.check_when(e.when, FACTS, f"exclusions.{e.id}")
+    rulebook.check_rule_table(table.rules, table.exclusions, FACTS, "method_rules.yaml")
     return table
 
 

@@ -111,3 +111,17 @@ def describe(when: dict[str, Any] | None) -> str:
         else:
             parts.append(f"{fact} = {str(spec).lower() if isinstance(spec, bool) else spec}")
     return "; ".join(parts)
+
+
+def check_rule_table(rules: Iterable[Any], exclusions: Iterable[Any], known_facts: Iterable[str],
+                     file: str) -> None:
+    """Validate a table's scoring rules and exclusions once, at load: unique ids, and every
+    ``when`` names known facts with known operators (a typo in the data is a load error)."""
+    rules, exclusions, known = list(rules), list(exclusions), list(known_facts)
+    ids = [r.id for r in rules] + [e.id for e in exclusions]
+    if len(ids) != len(set(ids)):
+        raise ValueError(f"{file}: duplicate rule ids")
+    for r in rules:
+        check_when(r.when, known, f"rules.{r.id}")
+    for e in exclusions:
+        check_when(e.when, known, f"exclusions.{e.id}")
