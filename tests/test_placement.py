@@ -416,20 +416,20 @@ def test_core_and_ray_backend_import_without_heavy_modules() -> None:
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
 
 
-def test_memory_check_falls_back_to_a_lower_bound_without_budget_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The memory check is one switchable call: without advisor.memory it uses model states only."""
-    import sys
+def test_memory_check_is_budget_memorys_verdict() -> None:
+    """The planner's memory check is budget_memory's per-pool verdict, not a second model."""
+    from advisor.memory import budget_memory
+    from advisor.placement.planner import memory_verdict
 
-    from advisor.placement.planner import MEMORY_SOURCE_LOWER, memory_verdict
-
-    monkeypatch.setitem(sys.modules, "advisor.memory", None)  # import fails -> fallback
-    fits, pools_, source = memory_verdict(_colocated())
-    assert source == MEMORY_SOURCE_LOWER and fits
-    assert pools_[0].source == "model_states_lower_bound" and pools_[0].peak_gib > 10  # 7.6B x 16 B / 8
+    plan = _colocated()
+    fits, pools_, _ = memory_verdict(plan)
+    budget = budget_memory(plan)
+    assert fits == budget.fits
+    assert [(p.pool, p.peak_gib) for p in pools_] == [(b.name, round(b.peak_gib, 2)) for b in budget.pools]
     big = make(policy=RoleModel(model="Qwen2.5-72B"), placement=Placement(
         mode="colocated", pools=pools(("all", 1, 8, ["policy", "reference", "rollout"]))))
     fits, pools_, _ = memory_verdict(big)
-    assert not fits and pools_[0].headroom_gib < 0  # 72B x 16 B / 8 = 145 GB > 80 GiB
+    assert not fits and pools_[0].headroom_gib < 0
 
 
 def test_modes_limit_the_layouts_searched() -> None:

@@ -67,7 +67,6 @@ class PoolHeadroom(BaseModel):
     headroom_gib: float
     fits: bool
     binding: str = ""
-    source: Literal["budget_memory", "model_states_lower_bound"] = "budget_memory"
 
 
 class RuleViolation(BaseModel):
@@ -209,7 +208,7 @@ class PlacementReport(BaseModel):
     k8s: K8sResourcePlan
     cost: CostEstimate | None = None
     time_model: TimeModelInfo
-    memory_source: str = Field(description="budget_memory, or the model-states lower bound until it lands.")
+    memory_source: str = Field(description="Where the memory verdict comes from (budget_memory).")
 
     def to_text(self) -> str:
         lines = ["Placement plans (ranked by predicted step time)", ""]

@@ -25,8 +25,7 @@ from advisor.placement.rules import check_plan
 from advisor.placement.timemodel import Infeasible, default_factors, load_table, pools_of, predict_step
 from advisor.plan import Plan
 
-MEMORY_SOURCE_FULL = "budget_memory (advisor.memory, phase-resolved ledger)"
-MEMORY_SOURCE_LOWER = "model-states lower bound (advisor.memory not available)"
+MEMORY_SOURCE = "budget_memory (advisor.memory, phase-resolved ledger)"
 MEMORY_CHECK_LIMIT = 400
 """Memory is checked in rank order; past this many failures the slower rest is not checked."""
 
@@ -35,16 +34,9 @@ MEMORY_CHECK_LIMIT = 400
 
 
 def memory_verdict(plan: Plan) -> tuple[bool, list[PoolHeadroom], str]:
-    """(fits, headroom per pool, source). Uses H2's budget_memory; falls back to a lower bound.
+    """(fits, headroom per pool, source): budget_memory's phase-resolved verdict, per pool."""
+    from advisor.memory import budget_memory
 
-    The fallback only counts what every framework must hold (weights + grads + optimizer states
-    of each training role, sharded over its pool, and the rollout engine's weights), so it never
-    rejects a plan that fits; budget_memory is the real verdict.
-    """
-    try:
-        from advisor.memory import budget_memory
-    except ImportError:
-        return _lower_bound_memory(plan)
     try:
         budget = budget_memory(plan)
     except AdvisorError as exc:
@@ -52,46 +44,9 @@ def memory_verdict(plan: Plan) -> tuple[bool, list[PoolHeadroom], str]:
     pools = [PoolHeadroom(pool=p.name, roles=list(p.roles), gpus=p.gpus, capacity_gib=round(p.capacity_gib, 2),
                           peak_gib=round(p.peak_gib, 2), headroom_gib=round(p.headroom_gib, 2), fits=p.fits,
                           binding=f"{p.binding_phase}: {p.binding_term}"
-                          + (f" ({p.failed_check})" if getattr(p, "failed_check", None) else ""),
-                          source="budget_memory")
+                          + (f" ({p.failed_check})" if getattr(p, "failed_check", None) else ""))
              for p in budget.pools]
-    return bool(budget.fits), pools, MEMORY_SOURCE_FULL
-
-
-def _lower_bound_memory(plan: Plan) -> tuple[bool, list[PoolHeadroom], str]:
-    from advisor.catalog import get_gpu
-    from advisor.placement.timemodel import arch_for, role_spec
-
-    cap = float(get_gpu(plan.hardware.gpu).hbm_gib) * 1e9 / 2 ** 30
-    out = []
-    for pool in pools_of(plan):
-        peak = 0.0
-        for role in pool.roles:
-            if role == "rollout":
-                a = arch_for(*_spec_dtype(plan, "policy", role_spec))
-                peak += a.weight_bytes / plan.rollout.tp / 2 ** 30
-                continue
-            if role == "reward" and plan.reward is None:
-                continue
-            a = arch_for(*_spec_dtype(plan, role, role_spec))
-            per_param = 16.0 if role in ("policy", "critic") else 2.0
-            if plan.memory.lora_rank > 0 and role in ("policy", "critic"):
-                per_param = 2.0
-            if plan.memory.optimizer_offload and role == "policy":
-                per_param -= 12.0
-            if plan.memory.param_offload or (role == "reference" and plan.memory.ref_offload):
-                per_param = max(per_param - 2.0, 0.0)
-            peak = max(peak, a.params * per_param / pool.gpus / 2 ** 30) if len(pool.roles) > 1 else \
-                a.params * per_param / pool.gpus / 2 ** 30
-        out.append(PoolHeadroom(pool=pool.name, roles=list(pool.roles), gpus=pool.gpus, capacity_gib=round(cap, 2),
-                                peak_gib=round(peak, 2), headroom_gib=round(cap - peak, 2), fits=peak < cap,
-                                binding="model states only", source="model_states_lower_bound"))
-    return all(p.fits for p in out), out, MEMORY_SOURCE_LOWER
-
-
-def _spec_dtype(plan: Plan, role: str, role_spec: Any) -> tuple[Any, str, str]:
-    spec, rm = role_spec(plan, role)
-    return spec, rm.dtype, rm.quantization
+    return bool(budget.fits), pools, MEMORY_SOURCE
 
 
 # --------------------------------------------------------------------------- explaining
@@ -240,7 +195,7 @@ def plan_placement(plan: Plan, price_per_gpu_hour: float | None = None, steps: i
         scored.append((given.time.step_s, "as given", same[0][2] if same else plan, given.time))
     scored.sort(key=lambda x: (x[0], x[1] != "as given"))
     ranked: list[Candidate] = []
-    memory_source = MEMORY_SOURCE_LOWER
+    memory_source = MEMORY_SOURCE
     checked = 0
     for _step_s, label, cand, t in scored:
         if len(ranked) >= top_k:
