@@ -333,7 +333,6 @@ def check_zero_variance(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | 
         n = min(len(a_hi), len(a_lo), len(r_hi), len(r_lo))
         dead = [i for i in range(n) if abs(a_hi[i]) < eps and abs(a_lo[i]) < eps and r_hi[i] - r_lo[i] > eps]
         if dead and len(dead) >= max(1, n // 2):
-            steps = amax.buckets()[0]
             hits.append(RuleHit("error", f"Advantages are exactly 0 (max = min = 0) on {len(dead)} of {n} logs although "
                                          "rewards in the batch differ — every group is uniform or each sample is its own "
                                          "group.", [ctx.evidence("advantages_max"), ctx.evidence("reward_max"),

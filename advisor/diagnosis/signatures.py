@@ -319,7 +319,6 @@ class SignatureScanner:
         return out
 
     def _oom_hits(self) -> list[SigHit]:
-        oom = self._oom
         host_logged = any(h.category == "oom_host_cpu" and h.log_lines for h in self._hits.values())
         out: list[SigHit] = []
         if self.host_oom_prose and "host_oom_ray_killer" not in self._hits:

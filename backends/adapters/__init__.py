@@ -20,11 +20,14 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
 from backends.follow import FileFollower
 from backends.protocol import RunRecord
+
+if TYPE_CHECKING:
+    from backends.protocol import LaunchSpec, Resources
 
 ADAPTERS = {"trl": "backends.adapters.trl", "verl": "backends.adapters.verl",
             "openrlhf": "backends.adapters.openrlhf"}
