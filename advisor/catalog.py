@@ -23,9 +23,9 @@ import re
 from importlib import resources
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from advisor import yamlio
 from advisor.errors import AdvisorError, FieldProblem, as_advisor_error
 from advisor.plan import ModelSpec, RoleModel
 
@@ -68,7 +68,7 @@ def _norm(name: str) -> str:
 
 def _load_yaml(filename: str) -> Any:
     text = resources.files("advisor").joinpath("data", filename).read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yamlio.safe_load(text)
 
 
 @functools.cache

@@ -13,9 +13,9 @@ import functools
 from importlib import resources
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, Field
 
+from advisor import yamlio
 from advisor import rulebook
 from advisor.errors import AdvisorError
 from advisor.plan import (OFFLINE_METHODS, ONLINE_METHODS, Ecosystem, Framework, Hardware, Method,
@@ -133,7 +133,7 @@ class FrameworkFacts(BaseModel):
 def load_framework_facts() -> FrameworkFacts:
     """Load and validate framework_facts.yaml (cached)."""
     text = resources.files("advisor").joinpath("data", "framework_facts.yaml").read_text(encoding="utf-8")
-    table = FrameworkFacts.model_validate(yaml.safe_load(text))
+    table = FrameworkFacts.model_validate(yamlio.safe_load(text))
     missing = set(Framework) - set(table.frameworks)
     if missing:
         raise ValueError(f"framework_facts.yaml: no entry for {sorted(f.value for f in missing)}")

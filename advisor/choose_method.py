@@ -16,9 +16,9 @@ import functools
 from importlib import resources
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, Field
 
+from advisor import yamlio
 from advisor import rulebook
 from advisor.errors import AdvisorError
 from advisor.plan import DataKind, Hardware, Method, ModelSpec, Objective, Plan, Role
@@ -137,7 +137,7 @@ class MethodRules(BaseModel):
 def load_method_rules() -> MethodRules:
     """Load and validate method_rules.yaml (cached). A bad fact or operator is a data bug."""
     text = resources.files("advisor").joinpath("data", "method_rules.yaml").read_text(encoding="utf-8")
-    table = MethodRules.model_validate(yaml.safe_load(text))
+    table = MethodRules.model_validate(yamlio.safe_load(text))
     missing = set(Method) - set(table.methods)
     if missing:
         raise ValueError(f"method_rules.yaml: no entry for {sorted(m.value for m in missing)}")

@@ -6,8 +6,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 
+from advisor import yamlio
 from advisor.diagnosis.model import Fix
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
@@ -17,7 +17,7 @@ FRAMEWORKS = ("verl", "openrlhf", "trl", "nemo_rl")
 
 @lru_cache(maxsize=None)
 def load_table(name: str) -> dict[str, Any]:
-    return yaml.safe_load((_DATA / name).read_text(encoding="utf-8"))
+    return yamlio.safe_load((_DATA / name).read_text(encoding="utf-8"))
 
 
 def taxonomy() -> dict[str, dict[str, Any]]:

@@ -7,11 +7,12 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
+from advisor import yamlio
+
 
 
 def _load(name: str) -> Any:
-    return yaml.safe_load(resources.files("advisor").joinpath(f"data/{name}").read_text(encoding="utf-8"))
+    return yamlio.safe_load(resources.files("advisor").joinpath(f"data/{name}").read_text(encoding="utf-8"))
 
 
 @lru_cache(maxsize=1)

@@ -6,13 +6,14 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
+from advisor import yamlio
+
 
 
 @lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
     text = resources.files("advisor").joinpath("data/memory_constants.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
+    data = yamlio.safe_load(text)
     return data["constants"]
 
 

@@ -12,9 +12,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
+from advisor import yamlio
 from advisor.errors import AdvisorError
 from advisor.memory.models import Fix, MemoryBudget
 from advisor.plan import Plan
@@ -26,7 +26,7 @@ MIN_GAIN_GIB = 0.05
 @lru_cache(maxsize=1)
 def fix_table() -> list[dict[str, Any]]:
     text = resources.files("advisor").joinpath("data/memory_fixes.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)["fixes"]
+    return yamlio.safe_load(text)["fixes"]
 
 
 def _get(data: dict[str, Any], path: str) -> Any:

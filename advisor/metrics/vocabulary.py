@@ -12,7 +12,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-import yaml
+from advisor import yamlio
+
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "diagnosis_metric_vocabulary.yaml"
 
@@ -37,7 +38,7 @@ class Resolved(NamedTuple):
 @lru_cache(maxsize=1)
 def vocabulary() -> dict[str, MetricDef]:
     """Every normalised metric, by name, in table order."""
-    data = yaml.safe_load(_DATA.read_text(encoding="utf-8"))
+    data = yamlio.safe_load(_DATA.read_text(encoding="utf-8"))
     out: dict[str, MetricDef] = {}
     for name, row in data["metrics"].items():
         out[name] = MetricDef(name, row.get("description", ""), tuple(row.get("keys", ())),

@@ -13,8 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import yaml
 
+from advisor import yamlio
 from advisor.placement.models import RuleViolation
 from advisor.plan import Method, ModelSpec, Plan, Pool
 
@@ -26,7 +26,7 @@ TRAIN_ROLES = ("policy", "reference", "reward", "critic")
 
 @lru_cache(maxsize=1)
 def rule_table() -> dict[str, dict[str, Any]]:
-    rows = yaml.safe_load(DATA.read_text())["rules"]
+    rows = yamlio.safe_load(DATA.read_text())["rules"]
     return {r["id"]: r for r in rows}
 
 

@@ -42,8 +42,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 
+from advisor import yamlio
 from advisor.errors import AdvisorError
 from advisor.placement.models import PhaseTime, StepTime
 from advisor.plan import Method, ModelSpec, OFFLINE_METHODS, Parallelism, Plan, Pool, RoleModel
@@ -57,7 +57,7 @@ GIB = 1024 ** 3
 
 @lru_cache(maxsize=1)
 def load_table() -> dict[str, Any]:
-    return yaml.safe_load(DATA.read_text())
+    return yamlio.safe_load(DATA.read_text())
 
 
 def default_factors() -> dict[str, float]:

@@ -8,8 +8,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
 
+from advisor import yamlio
 from advisor.errors import AdvisorError, FieldProblem
 from advisor.plan import Framework, Method, Plan
 from advisor.render.models import NotCarried
@@ -18,7 +18,7 @@ from advisor.render.models import NotCarried
 @cache
 def support_table() -> dict[str, Any]:
     text = resources.files("advisor.render").joinpath("support.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yamlio.safe_load(text)
 
 
 def framework_version(framework: Framework) -> str:
