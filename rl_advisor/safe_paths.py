@@ -161,6 +161,9 @@ def read_text(path: str | os.PathLike[str],
 def check_input_path(path: str | os.PathLike[str], *, field: str = "path", want: str = "any") -> Path:
     """A path a caller asked us to read: resolved and confined under an MCP call; for a local
     user only expanded (``~``) and required to exist."""
+    if not os.fspath(path).strip():
+        raise AdvisorError("empty path", field=field, value=os.fspath(path),
+                           allowed="a file or folder (use '.' for the current folder)")
     if confining():
         return resolve_allowed(path, field=field, want=want)
     p = Path(os.path.expanduser(os.fspath(path)))

@@ -68,3 +68,8 @@ def test_diagnose_on_unreadable_bytes_says_no_data_not_healthy(tmp_path, capsys)
     garbage.write_bytes(bytes(range(256)) * 20)
     assert cli.main(["diagnose", str(garbage), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "no_data"
+
+
+def test_diagnose_empty_path_is_an_error_not_the_current_folder(capsys):
+    assert cli.main(["diagnose", "", "--json"]) == 2
+    assert "empty path" in capsys.readouterr().err
