@@ -349,7 +349,8 @@ def launch_run(plan: Plan, backend: BackendName = "local", confirm: StrictBool =
         launch_script=_launch_text(rendered),
         metrics_paths=spec.metrics_files, warnings=warnings)
     if not confirm:
-        result.next_step = "call launch_run again with confirm=true to launch"
+        result.next_step = ("call launch_run again with confirm=true to launch "
+                            "(CLI: rl-advisor launch-run ... --confirm)")
         return result
 
     be = get_backend(backend, options)
