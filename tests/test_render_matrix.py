@@ -179,17 +179,13 @@ def test_nemo_and_ray_reject_bad_input():
     assert not res.ok
 
 
-def test_deterministic_and_fast():
-    import time
-
+def test_deterministic():
+    """The same Plan gives byte-identical artifacts (speed is measured in benchmarks/render_speed.py)."""
     plans = [plan_for(m, fw) for fw, m in SUPPORTED]
     first = [render_config(p) for p in plans]
-    t0 = time.perf_counter()
     second = [render_config(copy.deepcopy(p)) for p in plans]
-    per_render = (time.perf_counter() - t0) / len(plans)
     for a, b in zip(first, second):
         assert [x.content for x in a.artifacts] == [x.content for x in b.artifacts]
-    assert per_render < 0.05, f"{per_render * 1000:.1f} ms per render"
 
 
 # --------------------------------------------------------------------------- memory / placement variants
