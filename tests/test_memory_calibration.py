@@ -1,9 +1,10 @@
 """The reduced CPU form of benchmarks/gpu_memory_calibration.py: a real transformers model built
 from a config (random weights), a real forward/backward/AdamW step, and the bytes of the real
-tensors against the ledger's terms. Weights, gradients, optimizer states and the logits buffer must
-match exactly; the activations autograd saves (parameters excluded) must match the Korthikanti-style
-per-layer formula within 15% (measured: 1.048 on this model — HF's unfused RMSNorm/RoPE keep a
-little more than the fused GPU kernels the formula assumes)."""
+tensors against the ledger's terms, in bf16 (the dtype the formulas are written for: HF's RMSNorm
+keeps a fp32 upcast of its input, which an fp32 run does not copy). Weights, gradients, optimizer
+states and the logits buffer must match exactly; the activations autograd saves (parameters
+excluded) must match the per-layer formula within 10% (measured: 0.962 on this model).
+tests/test_activation_calibration.py checks the peaks of whole steps the same way."""
 
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ def test_cpu_calibration_matches_ledger_terms():
     from advisor.memory.terms import param_parts
 
     assert param_parts(spec).total == count_params(spec)
-    rows = {r.phase: r for r in bench.calibrate(spec, tokens=128, device="cpu", dtype_name="fp32", recompute="none")}
+    rows = {r.phase: r for r in bench.calibrate(spec, tokens=128, device="cpu", dtype_name="bf16", recompute="none")}
     for name in ("weights", "grads", "optimizer_states", "logprob_forward (logits only)"):
         assert rows[name].measured_bytes == rows[name].predicted_bytes, (name, rows[name])
     act = rows["saved activations (none recompute)"]
-    assert 0.9 <= act.ratio <= 1.15, act
+    assert 0.9 <= act.ratio <= 1.1, act

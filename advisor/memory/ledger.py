@@ -250,6 +250,18 @@ def _opt_formula(r: RoleSetup) -> str:
     return f"(master {r.state.master:g} + optimizer {r.state.optimizer:g}) B/param {div}"
 
 
+def logits_bytes_per_element(plan: Plan) -> tuple[float, str]:
+    """Bytes per (token x vocab) element at the log-prob / loss peak, by the framework's code path
+    (advisor/data/memory_constants.yaml has each value's source)."""
+    if plan.framework == Framework.VERL:
+        return const("fused_logprob_bytes_per_element"), "veRL fused log-prob"
+    if plan.framework == Framework.OPENRLHF:
+        return const("openrlhf_logprob_bytes_per_element"), "OpenRLHF fp32 logits"
+    if plan.method in (Method.SFT, Method.REWARD_MODEL):
+        return const("hf_causal_lm_loss_bytes_per_element"), "HF causal-LM loss"
+    return const("logits_bytes_per_element"), "row-wise bf16 log-softmax"
+
+
 def _compute_terms(plan: Plan, r: RoleSetup, training: bool, tokens: float, tok_note: str,
                    logits: bool, entropy: bool) -> list[Term]:
     """Transient terms while a role computes: gathered units, activations, logits buffer."""
@@ -262,8 +274,21 @@ def _compute_terms(plan: Plan, r: RoleSetup, training: bool, tokens: float, tok_
     s = r.spec
     tp_act = r.tp if r.backend == "megatron" else 1
     recompute = plan.memory.recompute
+    trainable_norms = training and not r.lora_rank
+    fused = r.backend == "megatron"  # Transformer Engine's fused RMSNorm, not HF's
+    lb = 0.0
+    if logits:
+        bpe, source = logits_bytes_per_element(plan)
+        bpe += const("entropy_bytes_per_element") if entropy else 0
+        vp = r.tp if r.backend == "megatron" else 1
+        lb = logits_bytes(tokens, s.vocab_size, bytes_per_element=bpe, chunked=plan.memory.logits_chunking,
+                          chunk_tokens=int(const("logits_chunk_tokens")), vocab_parallel=vp)
+        how = "chunked" if plan.memory.logits_chunking else "unchunked"
+        logits_term = Term(name=f"{r.name}.logits", role=r.name, kind="logits", gib=lb / GIB,
+                           formula=f"{how}: tokens x vocab {s.vocab_size} x {bpe:g} B ({source})"
+                           + (" incl. entropy" if entropy else ""))
     if training:
-        stored = stored_activation_bytes_per_token(s, recompute, tp_act) * tokens
+        stored = stored_activation_bytes_per_token(s, recompute, tp_act, trainable_norms, fused) * tokens
         how = f"{recompute} recompute, {tokens:,.0f} tokens/GPU ({tok_note})"
         if plan.memory.activation_offload:
             # veRL enable_activation_offload: checkpointed activations go to host RAM layer by
@@ -272,24 +297,20 @@ def _compute_terms(plan: Plan, r: RoleSetup, training: bool, tokens: float, tok_
             how += "; activation offload keeps ~2 layers on the GPU"
         out.append(Term(name=f"{r.name}.activations", role=r.name, kind="activations", gib=stored / GIB,
                         formula=how))
-        work = backward_working_bytes_per_token(s, recompute, tp_act) * tokens
-        out.append(Term(name=f"{r.name}.backward_working", role=r.name, kind="activations",
-                        gib=work / GIB, formula="one layer rebuilt + its gradient tensors"))
+        work = backward_working_bytes_per_token(s, recompute, tp_act, trainable_norms, fused) * tokens
+        name, what = f"{r.name}.backward_working", "one layer rebuilt + its gradient tensors"
     else:
         work = forward_working_bytes_per_token(s, tp_act) * tokens
-        out.append(Term(name=f"{r.name}.forward_working", role=r.name, kind="activations",
-                        gib=work / GIB, formula=f"one layer live, {tokens:,.0f} tokens/GPU ({tok_note})"))
-    if logits:
-        base_bpe = const("fused_logprob_bytes_per_element") if plan.framework == Framework.VERL \
-            else const("logits_bytes_per_element")
-        bpe = base_bpe + (const("entropy_bytes_per_element") if entropy else 0)
-        vp = r.tp if r.backend == "megatron" else 1
-        lb = logits_bytes(tokens, s.vocab_size, bytes_per_element=bpe, chunked=plan.memory.logits_chunking,
-                          chunk_tokens=int(const("logits_chunk_tokens")), vocab_parallel=vp)
-        how = "chunked" if plan.memory.logits_chunking else "unchunked"
-        out.append(Term(name=f"{r.name}.logits", role=r.name, kind="logits", gib=lb / GIB,
-                        formula=f"{how}: tokens x vocab {s.vocab_size} x {bpe:g} B"
-                        + (" (incl. entropy)" if entropy else "")))
+        name, what = f"{r.name}.forward_working", f"one layer live, {tokens:,.0f} tokens/GPU ({tok_note})"
+    if lb:
+        # The vocab-sized buffers live only around the lm_head (before the first layer's backward,
+        # after the last layer's forward), never together with a layer's working set: the phase
+        # holds max(logits, working), so the working set counts only beyond the logits.
+        out.append(logits_term)
+        kept = max(0.0, work - lb)
+        what += f"; {work / GIB:.2f} GiB, never alive with the logits buffer, so only the excess counts"
+        work = kept
+    out.append(Term(name=name, role=r.name, kind="activations", gib=work / GIB, formula=what))
     return out
 
 
@@ -331,11 +352,13 @@ def _phase(name: str, pool: PoolSetup, states: dict[str, State], terms: list[Ter
            cap: float, torch_phase: bool = True) -> PhaseLedger:
     """Sum a phase: a fragmentation reserve on the transient part, and in torch-allocator phases
     (everything but the rollout itself) the allocator reserve."""
-    transient = sum(t.gib for t in terms if t.kind in ("activations", "logits"))
-    frag = const("fragmentation_fraction") * transient
+    act = sum(t.gib for t in terms if t.kind == "activations")
+    vocab = sum(t.gib for t in terms if t.kind == "logits")
+    frag = const("fragmentation_fraction") * act + const("logits_fragmentation_fraction") * vocab
     if frag > 0:
         terms = terms + [Term(name="fragmentation", role="system", kind="system", gib=frag,
-                              formula=f"{const('fragmentation_fraction'):g} x transient {transient:.2f} GiB")]
+                              formula=f"{const('fragmentation_fraction'):g} x activations {act:.2f} GiB + "
+                              f"{const('logits_fragmentation_fraction'):g} x vocab-sized buffers {vocab:.2f} GiB")]
     if torch_phase:
         terms = terms + [Term(name="allocator_reserve", role="system", kind="system",
                               gib=const("allocator_reserve_fraction") * cap,

@@ -250,29 +250,49 @@ def accelerate_estimate(fp32_bytes: float, dtype: str) -> dict[str, float]:
 # --------------------------------------------------------------------------- activations
 
 
-def activation_bytes_per_token_layer(s: ModelSpec, tp: int = 1) -> float:
+def rmsnorm_bytes_per_token(h: int, trainable: bool = True, fused: bool = False) -> float:
+    """What one RMSNorm keeps for backward, per token.
+
+    HF modelling code (FSDP / DeepSpeed backends): the fp32 upcast of its input (4h, used by pow
+    and mul), its bf16 output (2h, saved by the next linear) and, when the norm weight trains, the
+    normalised input of ``weight * x`` (2h); the bf16 input itself is not saved (``.to()`` saves
+    nothing). Measured: benchmarks/activation_calibration.py (exact fit, residual 0).
+    Fused norm (Megatron / Transformer Engine): input and output in bf16, 2h each (Korthikanti)."""
+    if fused:
+        return 4 * h
+    return (4 + 2 + (2 if trainable else 0)) * h
+
+
+def activation_bytes_per_token_layer(s: ModelSpec, tp: int = 1, trainable_norms: bool = True,
+                                     fused_norms: bool = False) -> float:
     """Activations one decoder layer keeps for backward, per token, bf16, with FlashAttention,
     no dropout and a gated (SwiGLU) MLP — Korthikanti et al. 2022 ("Reducing Activation
-    Recomputation", arXiv 2205.05198) with the modern corrections of perf-anchors.md section 1.4:
-    no 5as^2 term (FlashAttention keeps only the fp32 log-sum-exp, 4 bytes per head), no dropout
-    masks, GQA-sized K/V, SwiGLU storing gate, up, act(gate) and the product (8 bytes x I).
+    Recomputation", arXiv 2205.05198) with the modern corrections of perf-anchors.md section 1.4
+    (no 5as^2 term: FlashAttention keeps only the fp32 log-sum-exp, 4 bytes per head; no dropout
+    masks; GQA-sized K/V; SwiGLU storing gate, up, act(gate) and the product, 8 bytes x I), and
+    the norms as HF's RMSNorm really keeps them (rmsnorm_bytes_per_token).
 
-    attention: 2*(2h [norm in/out] + q + 2kv [Q,K,V] + q [attention out]) + 4*heads
-    MLP:       2*(2h [norm in/out] + 4*I_eff)  (+ 4*E fp32 router logits for MoE)
+    attention: norm + 2*(q + 2kv [Q,K,V] + q [attention out]) + 4*heads
+    MLP:       norm + 2*4*I_eff  (+ 4*E fp32 router logits for MoE)
     With tensor + sequence parallelism everything is divided by tp (Megatron SP).
+
+    Checked against the real modelling code (transformers Qwen2, bf16, q = h, kv = h/4):
+    benchmarks/activation_calibration.py measures 21.07h + 8I per layer with trainable norms and
+    17.22h + 8I with a frozen base (PEFT LoRA); this formula gives 21.06h + 8I and 17.06h + 8I.
     """
     h = s.hidden_size
+    norm = rmsnorm_bytes_per_token(h, trainable_norms, fused_norms)
     if s.attention == "mla":
         qk = s.qk_nope_head_dim + s.qk_rope_head_dim
         q = s.num_heads * qk
         kv = s.num_heads * qk + s.num_heads * s.v_head_dim
         attn_out = s.num_heads * s.v_head_dim
-        attn = 2 * (2 * h + q + kv + attn_out + s.kv_lora_rank + s.qk_rope_head_dim) + 4 * s.num_heads
+        attn = norm + 2 * (q + kv + attn_out + s.kv_lora_rank + s.qk_rope_head_dim) + 4 * s.num_heads
     else:
         q = s.num_heads * s.head_dim
         kv = s.num_kv_heads * s.head_dim
-        attn = 2 * (2 * h + q + 2 * kv + q) + 4 * s.num_heads
-    mlp = 2 * (2 * h + 4 * mlp_width(s))
+        attn = norm + 2 * (q + 2 * kv + q) + 4 * s.num_heads
+    mlp = norm + 2 * 4 * mlp_width(s)
     if s.is_moe:
         mlp += 4 * s.num_experts
     return (attn + mlp) / tp
@@ -285,39 +305,60 @@ def mlp_width(s: ModelSpec) -> int:
     return s.intermediate_size
 
 
-def stored_activation_bytes_per_token(s: ModelSpec, recompute: str, tp: int = 1) -> float:
+def stored_activation_bytes_per_token(s: ModelSpec, recompute: str, tp: int = 1,
+                                      trainable_norms: bool = True, fused_norms: bool = False) -> float:
     """Bytes per token that ALL layers keep between forward and backward.
 
-    full recompute: only each layer's input, 2h bytes (Korthikanti: 2sbh per layer);
+    full recompute: only each layer's input, 2h bytes (Korthikanti: 2sbh per layer; measured
+    exactly 2.00h by benchmarks/activation_calibration.py);
     selective: the attention core is recomputed (Q, K, V and attention output are not kept);
     none: the whole layer (activation_bytes_per_token_layer).
     """
     h = s.hidden_size
-    per_layer = activation_bytes_per_token_layer(s, tp)
+    per_layer = activation_bytes_per_token_layer(s, tp, trainable_norms, fused_norms)
     if recompute == "full":
         per_layer = 2 * h / tp
     elif recompute == "selective":
-        if s.attention == "mla":
-            core = s.num_heads * (2 * (s.qk_nope_head_dim + s.qk_rope_head_dim) + 2 * s.v_head_dim)
-        else:
-            core = 2 * s.num_heads * s.head_dim + 2 * s.num_kv_heads * s.head_dim
-        per_layer = max(per_layer - 2 * core / tp, 2 * h / tp)
+        per_layer = max(per_layer - _attention_core_bytes(s, tp), 2 * h / tp)
     return per_layer * s.num_layers
 
 
-def backward_working_bytes_per_token(s: ModelSpec, recompute: str, tp: int = 1) -> float:
-    """Transient bytes per token while one layer runs backward: with full recompute the layer's
-    activations are rebuilt (one layer's worth), and the gradient tensors of the MLP (three
-    I-wide bf16 tensors) and of the hidden state (two h-wide) coexist with them."""
-    grads = (6 * mlp_width(s) + 4 * s.hidden_size) / tp
-    rebuilt = activation_bytes_per_token_layer(s, tp) if recompute == "full" else 0.0
-    return rebuilt + grads
+def _attention_core_bytes(s: ModelSpec, tp: int) -> float:
+    """Q, K, V and the attention output of one layer (what selective recompute drops), per token."""
+    if s.attention == "mla":
+        core = s.num_heads * (2 * (s.qk_nope_head_dim + s.qk_rope_head_dim) + 2 * s.v_head_dim)
+    else:
+        core = 2 * s.num_heads * s.head_dim + 2 * s.num_kv_heads * s.head_dim
+    return 2 * core / tp
+
+
+def backward_working_bytes_per_token(s: ModelSpec, recompute: str, tp: int = 1,
+                                     trainable_norms: bool = True, fused_norms: bool = False) -> float:
+    """Transient bytes per token while one layer runs backward, above what all layers store.
+
+    full recompute: the layer's activations rebuilt (one layer's worth) plus its gradient tensors
+    at the worst moment, 2h + 4I (measured: the peak of a real backward is 23.06h + 12I above
+    the stored inputs with a trainable model and 19.06h + 12I with a frozen LoRA base, i.e. the
+    rebuilt layer of activation_bytes_per_token_layer + 2h + 4I in both cases);
+    selective: the attention core rebuilt plus the same gradient tensors;
+    none: nothing is rebuilt; the measured excess at the peak is 24h (no I term: the MLP's
+    gradient tensors are smaller than the stored activations they replace).
+    Source: benchmarks/activation_calibration.py (transformers Qwen2 + PEFT, exact linear fit)."""
+    h = s.hidden_size
+    grads = (2 * h + 4 * mlp_width(s)) / tp
+    if recompute == "full":
+        return activation_bytes_per_token_layer(s, tp, trainable_norms, fused_norms) + grads
+    if recompute == "selective":
+        return _attention_core_bytes(s, tp) + grads
+    return 24 * h / tp
 
 
 def forward_working_bytes_per_token(s: ModelSpec, tp: int = 1) -> float:
-    """Transient bytes per token of a no-grad forward (log-prob, reward, values): one layer's
-    activations live at a time, plus the residual stream."""
-    return activation_bytes_per_token_layer(s, tp) + 4 * s.hidden_size / tp
+    """Transient bytes per token of a no-grad forward (log-prob, reward, values): at most one
+    layer's tensors are alive, and nothing is kept for backward. Measured on the real modelling
+    code: 8h + 6I (the MLP's gate, up and product, and the residual stream with the norm's fp32
+    copy); source: benchmarks/activation_calibration.py."""
+    return (8 * s.hidden_size + 6 * mlp_width(s)) / tp
 
 
 def logits_bytes(tokens: float, vocab: int, *, bytes_per_element: float, chunked: bool,
