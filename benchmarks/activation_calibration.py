@@ -125,31 +125,29 @@ SHAPES_FULL = list(itertools.product((256, 512, 1024), (2.5, 5.5), (2, 3)))
 SHAPES_QUICK = [(256, 2.5, 2), (512, 5.5, 3), (1024, 2.5, 3)]
 
 
-def fit_training(shapes, *, lora: bool, recompute: bool, tokens: int = 1024) -> dict[str, float]:
-    """Least-squares fit of peak/token = a*L*h + b*L*I + c*h + d*I + e over the shapes."""
+def _fit(shapes, value) -> dict[str, float]:
+    """Least-squares fit of value(h, I, L)/token = a*L*h + b*L*I + c*h + d*I + e over the shapes."""
     import numpy as np
 
     rows, ys = [], []
     for h, ratio, layers in shapes:
         inter = int(h * ratio)
         rows.append([layers * h, layers * inter, h, inter, 1.0])
-        ys.append(train_step_bytes_per_token(h, inter, layers, tokens, lora=lora, recompute=recompute))
-    coef, *_ = np.linalg.lstsq(np.array(rows), np.array(ys), rcond=None)
-    resid = float(np.max(np.abs(np.array(rows) @ coef - np.array(ys))))
+        ys.append(value(h, inter, layers))
+    x, y = np.array(rows), np.array(ys)
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    resid = float(np.max(np.abs(x @ coef - y)))
     return dict(zip(("per_layer_h", "per_layer_I", "h", "I", "const"), map(float, coef)), resid=resid)
+
+
+def fit_training(shapes, *, lora: bool, recompute: bool, tokens: int = 1024) -> dict[str, float]:
+    """The fit on measured training steps."""
+    return _fit(shapes, lambda h, i, n: train_step_bytes_per_token(h, i, n, tokens, lora=lora, recompute=recompute))
 
 
 def formula_training(shapes, *, lora: bool, recompute: bool) -> dict[str, float]:
     """The same fit on the formulas of advisor/memory/terms.py (what budget_memory predicts)."""
-    import numpy as np
-
-    rows, ys = [], []
-    for h, ratio, layers in shapes:
-        inter = int(h * ratio)
-        rows.append([layers * h, layers * inter, h, inter, 1.0])
-        ys.append(training_formula(h, inter, layers, lora=lora, recompute=recompute))
-    coef, *_ = np.linalg.lstsq(np.array(rows), np.array(ys), rcond=None)
-    return dict(zip(("per_layer_h", "per_layer_I", "h", "I", "const"), map(float, coef)))
+    return _fit(shapes, lambda h, i, n: training_formula(h, i, n, lora=lora, recompute=recompute))
 
 
 def _spec(h: int, inter: int, layers: int):

@@ -23,18 +23,18 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-for p in (REPO, REPO / "tests"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
 FITTED = ("logits_fragmentation_fraction", "fragmentation_fraction", "gather_inflight_factor",
           "allocator_reserve_fraction")
 
 
 def load_checks():
-    from test_memory_cases import load_cases, plan_for
+    """The same checks memory_accuracy.py reports on: (name, check, Plan) for every case file."""
+    from benchmarks.memory_accuracy import checks
 
-    return [(f"{cid}::{check['name']}", check, plan_for(case, check)) for cid, case, check in load_cases()]
+    return [(f"{cid}::{check['name']}", check, plan) for cid, check, plan in checks()]
 
 
 def score(checks) -> tuple[int, list[str]]:

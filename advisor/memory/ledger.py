@@ -280,9 +280,8 @@ def _compute_terms(plan: Plan, r: RoleSetup, training: bool, tokens: float, tok_
     if logits:
         bpe, source = logits_bytes_per_element(plan)
         bpe += const("entropy_bytes_per_element") if entropy else 0
-        vp = r.tp if r.backend == "megatron" else 1
         lb = logits_bytes(tokens, s.vocab_size, bytes_per_element=bpe, chunked=plan.memory.logits_chunking,
-                          chunk_tokens=int(const("logits_chunk_tokens")), vocab_parallel=vp)
+                          chunk_tokens=int(const("logits_chunk_tokens")), vocab_parallel=tp_act)
         how = "chunked" if plan.memory.logits_chunking else "unchunked"
         logits_term = Term(name=f"{r.name}.logits", role=r.name, kind="logits", gib=lb / GIB,
                            formula=f"{how}: tokens x vocab {s.vocab_size} x {bpe:g} B ({source})"
