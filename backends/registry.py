@@ -7,7 +7,7 @@ of any writer. The status history is append-only (one row per observation) so ho
 is never overwritten; ``runs.state`` is the latest row, updated in the same transaction.
 
 Secrets never reach a row: every record and status message passes through
-``rl_advisor.secrets.scrub`` on the way in.
+``advisor.secrets.scrub`` on the way in.
 
 Failure modes are reported, not hidden: a registry held locked by another process past
 ``busy_timeout`` raises ``RegistryLocked``; a full disk raises ``RegistryFull`` and the
@@ -328,7 +328,7 @@ class RunRegistry:
 def _scrub(obj: Any) -> Any:
     """Secrets (token values, secret-named env entries) never reach a registry row."""
     try:
-        from rl_advisor.secrets import scrub
+        from advisor.secrets import scrub
     except ImportError:  # pragma: no cover - secrets module absent from a partial install
         return obj
     return scrub(obj)

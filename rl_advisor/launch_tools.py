@@ -445,7 +445,7 @@ def run_logs(run_id: str, tail: int = 200) -> RunLogs:
         text = get_backend(record.backend, record.options).logs(record, tail=tail)
     except BackendError as exc:
         text = f"(logs unavailable: {exc})"
-    from rl_advisor.secrets import scrub_text
+    from advisor.secrets import scrub_text
 
     return RunLogs(run_id=run_id, state=record.state, tail=tail, text=scrub_text(text))
 

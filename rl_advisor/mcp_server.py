@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from advisor.errors import AdvisorError, FieldProblem, as_advisor_error
 from rl_advisor import __version__, paths
 from rl_advisor.safe_paths import untrusted_caller
-from rl_advisor.secrets import install_log_filter
+from advisor.secrets import install_log_filter
 from rl_advisor.tools import available_tools, guarded
 
 INSTRUCTIONS = """rl-advisor plans, budgets, renders, launches and diagnoses LLM post-training runs

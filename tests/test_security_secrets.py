@@ -20,7 +20,7 @@ from anyio.from_thread import start_blocking_portal
 from mcp import Client
 
 from rl_advisor.mcp_server import build_server
-from rl_advisor.secrets import (REDACTED, ScrubbingFilter, is_secret, is_secret_name, scrub,
+from advisor.secrets import (REDACTED, ScrubbingFilter, is_secret, is_secret_name, scrub,
                                 scrub_text)
 from tests.conftest import example_plan_path
 

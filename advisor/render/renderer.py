@@ -27,6 +27,7 @@ from advisor.render.loader import environment
 from advisor.render.models import Artifact, RenderedConfig, VersionStamp
 from advisor.render.options import RenderOptions
 from advisor.render.quoting import RefValue, hydra_override, remote_command, shell_join
+from advisor.secrets import is_secret
 
 
 def render_config(plan: Plan, framework: Framework | None = None,
@@ -103,8 +104,6 @@ def _secrets(plan: Plan) -> list[str]:
 
 
 def _is_secret(name: str, value: str) -> bool:
-    from rl_advisor.secrets import is_secret
-
     return is_secret(name, value)
 
 

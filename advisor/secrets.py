@@ -15,9 +15,12 @@ Three nets, applied together by :func:`scrub_text` / :func:`scrub`:
    bearer tokens, passwords in URLs, PEM private keys, and 40-hex W&B API keys (except where the
    text says it is a git commit / sha / revision, which share that shape).
 
-The core (``advisor/``) never sees secret values: a Plan carries only the *names* of the env
-vars that hold them (``logging.wandb_api_key_env``). This module is what the I/O layer calls
-before writing logs, registry rows and rendered artifacts. Standard library only.
+A Plan carries only the *names* of the env vars that hold secrets (``logging.wandb_api_key_env``).
+This module lives in the core so that every layer (core renderers, backends, the MCP/CLI faces)
+calls the *same* scrubber on its way out: tool results, CLI text/JSON/HTML, rendered artifacts,
+run-folder files, logs and registry rows. Pure functions, standard library only; the one piece of
+process state it reads is ``os.environ`` (the values of secret-named variables), and only when no
+``env`` is passed.
 """
 
 from __future__ import annotations
