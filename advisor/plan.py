@@ -15,6 +15,7 @@ mini-batch larger than the batch) are rejected with the field named.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -457,8 +458,10 @@ class Plan(Strict):
                 problems.append(f"placement.pools[{p.name}].gpus_per_node ({p.gpus_per_node}) exceeds "
                                 f"hardware.gpus_per_node ({self.hardware.gpus_per_node})")
         for key, value in self.env.items():
-            if not key or not (key[0].isalpha() or key[0] == "_") or not all(c.isalnum() or c == "_" for c in key):
-                problems.append(f"env key {key!r} is not a valid environment variable name")
+            if not _ENV_NAME.fullmatch(key):
+                problems.append(f"env key {key!r} is not a valid environment variable name "
+                                "(ASCII letters, digits and '_', not starting with a digit)")
+        problems += _credentials_in_fields(self)
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -477,6 +480,36 @@ class Plan(Strict):
         return self.method in ONLINE_METHODS
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _credentials_in_fields(plan: "Plan") -> list[str]:
+    """Fields other than ``env`` whose text holds a credential (a token, a password in a URL).
+
+    Whatever a Plan holds is rendered into launch scripts, Ray jobs and manifests, and kept in
+    the run registry: a secret there would be written out literally. ``env`` entries are exempt
+    because the renderers turn secret ones into references (``${NAME:?}``, ``secretKeyRef``)."""
+    from advisor.secrets import scrub_text
+
+    out = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, str):
+            if scrub_text(value, env={}) != value:
+                out.append(f"{path} looks like it holds a credential (a token, key or a password in a "
+                           "URL); a Plan carries secrets only by name: export it and list it under env, "
+                           "or name its variable in logging.wandb_api_key_env / hf_token_env")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{path}.{k}" if path else str(k))
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, f"{path}[{i}]")
+
+    walk(plan.model_dump(mode="json", exclude={"env"}), "")
+    return out
+
+
 # --------------------------------------------------------------------------- YAML form
 
 
@@ -493,14 +526,9 @@ def plan_from_dict(data: Any) -> Plan:
 
 def plan_from_yaml(text: str) -> Plan:
     """Parse the YAML form of a Plan."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        raise AdvisorError([FieldProblem(field="plan", value=where,
-                                         message=f"not valid YAML: {getattr(exc, 'problem', exc)}",
-                                         allowed="a YAML mapping in the Plan format (see README)")]) from None
+    from advisor import yamlio
+
+    data = yamlio.load_untrusted(text, field="plan", allowed="a YAML mapping in the Plan format (see README)")
     return plan_from_dict(data)
 
 

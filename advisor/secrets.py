@@ -109,10 +109,12 @@ def is_reference(value: str) -> bool:
 
 
 def is_secret(name: str, value: Any = None) -> bool:
-    """An env entry that must never be written as a literal: a secret name or a token value."""
+    """An env entry that must never be written as a literal: a secret name, a token value, or a
+    value that holds a credential (a password in a URL, an embedded token)."""
     if isinstance(value, str) and is_reference(value):
         return False
-    return is_secret_name(name) or (isinstance(value, str) and looks_like_token(value))
+    return is_secret_name(name) or (isinstance(value, str) and (
+        looks_like_token(value) or scrub_text(value, env={}) != value))
 
 
 def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
@@ -177,6 +179,49 @@ def scrub(obj: Any, extra_values: Iterable[str] = (), env: Mapping[str, str] | N
     return obj
 
 
+def scrub_obj(obj: Any, extra_values: Iterable[str] = (), env: Mapping[str, str] | None = None) -> Any:
+    """Like :func:`scrub`, but also through pydantic models (a tool's result): every string in
+    the object graph is scrubbed and a model is copied only where something changed, so the
+    result keeps its type (and its ``to_text``) without being validated again."""
+    values = sorted({*(v for v in extra_values if isinstance(v, str) and len(v) >= _MIN_SECRET_LEN),
+                     *secret_values(env)}, key=len, reverse=True)
+    return _scrub_obj(obj, values, 0)
+
+
+def _scrub_obj(obj: Any, values: list[str], depth: int) -> Any:
+    if isinstance(obj, str):
+        new = scrub_text(obj, values, env={})
+        return obj if new == obj else new
+    if depth > 200 or obj is None or isinstance(obj, (bool, int, float, bytes)):
+        return obj
+    fields = getattr(type(obj), "model_fields", None)
+    if fields is not None and hasattr(obj, "model_copy"):
+        update = {}
+        for name in fields:
+            value = getattr(obj, name, None)
+            new = _scrub_obj(value, values, depth + 1)
+            if new is not value:
+                update[name] = new
+        return obj.model_copy(update=update) if update else obj
+    if isinstance(obj, Mapping):
+        out, changed = {}, False
+        for k, v in obj.items():
+            if isinstance(k, str) and isinstance(v, str) and is_secret_name(k) and v and \
+                    not is_reference(v) and v.lower() not in ("none", "null"):
+                new = REDACTED
+            else:
+                new = _scrub_obj(v, values, depth + 1)
+            changed |= new is not v
+            out[k] = new
+        return out if changed else obj
+    if isinstance(obj, (list, tuple)):
+        items = [_scrub_obj(v, values, depth + 1) for v in obj]
+        if all(a is b for a, b in zip(items, obj)):
+            return obj
+        return type(obj)(items) if isinstance(obj, list) else tuple(items)
+    return obj
+
+
 def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
     """An environment for display or storage: secret entries masked, the rest scrubbed."""
     return {k: (REDACTED if is_secret(k, v) else scrub_text(v, env=env)) for k, v in env.items()}
@@ -207,5 +252,5 @@ def install_log_filter(logger: logging.Logger | None = None) -> ScrubbingFilter:
 
 
 __all__ = ["REDACTED", "SECRET_ENV_NAMES", "is_secret_name", "looks_like_token", "is_reference",
-           "is_secret", "secret_values", "scrub_text", "scrub", "scrub_env", "ScrubbingFilter",
+           "is_secret", "secret_values", "scrub_text", "scrub", "scrub_obj", "scrub_env", "ScrubbingFilter",
            "install_log_filter"]

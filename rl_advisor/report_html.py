@@ -153,7 +153,12 @@ def render_html(diag: Diagnosis, title: str = "rl-advisor diagnosis") -> str:
 
 
 def write_html(diag: Diagnosis, out: str | Path, title: str = "rl-advisor diagnosis") -> Path:
+    """Write the report; the diagnosis and title go through the one secret scrubber first (log
+    lines quoted as evidence may carry tokens)."""
+    from advisor.secrets import scrub_obj, scrub_text
+
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(diag, title), encoding="utf-8")
+    page = render_html(scrub_obj(diag), scrub_text(title))
+    path.write_text(page, encoding="utf-8")
     return path

@@ -91,28 +91,46 @@ def available_tools() -> list[tuple[ToolSpec, Callable[..., Any]]]:
     return [(spec, spec.load()) for spec in TOOLS]
 
 
+def _labelled(exc: BaseException) -> AdvisorError:
+    """An input-driven resource error as an AdvisorError that says what was too big."""
+    if isinstance(exc, ValidationError):
+        return as_advisor_error(exc)
+    if isinstance(exc, OverflowError):
+        return AdvisorError("a number in the input is too large to compute with", field="(input)",
+                            allowed="numbers within float range (|x| < 1.8e308)")
+    return AdvisorError("the input is nested too deeply or too large to process", field="(input)",
+                        allowed="inputs within the documented size limits (README, 'Limits')")
+
+
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn pydantic and advisor errors raised inside a tool into AdvisorError.
+    """Turn pydantic and advisor errors raised inside a tool into AdvisorError, label the
+    errors that oversized input causes (recursion, overflow, memory), and pass every result
+    through the one secret scrubber (``advisor.secrets.scrub_obj``): MCP and CLI faces both
+    call tools through here, so no tool result carries a credential.
 
     The signature is kept (``functools.wraps``) so schema generation still sees the real types.
     """
+    from advisor.secrets import scrub_obj
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                return await fn(*args, **kwargs)
-            except ValidationError as exc:
-                raise as_advisor_error(exc) from None
+                return scrub_obj(await fn(*args, **kwargs))
+            except _INPUT_ERRORS as exc:
+                raise _labelled(exc) from None
         return async_wrapper
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
-        except ValidationError as exc:
-            raise as_advisor_error(exc) from None
+            return scrub_obj(fn(*args, **kwargs))
+        except _INPUT_ERRORS as exc:
+            raise _labelled(exc) from None
     return wrapper
+
+
+_INPUT_ERRORS = (ValidationError, RecursionError, OverflowError, MemoryError)
 
 
 __all__ = ["TOOLS", "ToolSpec", "available_tools", "guarded", "AdvisorError"]

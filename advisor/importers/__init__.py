@@ -43,8 +43,11 @@ def import_config(text: str, framework: Framework | None = None) -> ImportResult
     from advisor.importers.trl import import_trl
     from advisor.importers.verl import import_verl
 
-    if not text or not text.strip():
+    from advisor.yamlio import check_text_size
+
+    if not isinstance(text, str) or not text.strip():
         raise AdvisorError("empty config", field="text", allowed="the text of a launch script or config file")
+    check_text_size(text, field="text")
     fw = Framework(framework) if framework is not None else detect_framework(text)
     if fw == Framework.VERL:
         return import_verl(text)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-import yaml
+from advisor import yamlio
+from advisor.errors import AdvisorError
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
@@ -52,10 +53,10 @@ def _str_list(v: Any) -> list[str]:
     s = str(v).strip()
     if s.startswith("["):
         try:
-            parsed = yaml.safe_load(s)
+            parsed = yamlio.load_untrusted(s)
             if isinstance(parsed, list):
                 return [str(x) for x in parsed]
-        except yaml.YAMLError:
+        except AdvisorError:
             pass
         return [x.strip().strip("'\"") for x in s.strip("[]").split(",") if x.strip()]
     return [_str(s)]

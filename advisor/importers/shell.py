@@ -14,13 +14,30 @@ _ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _ARITH = re.compile(r"\$\(\((.*?)\)\)")
 
+MAX_WORD_CHARS = 1 << 16
+"""Longest a word may grow by variable expansion (``B=$A$A$A`` chains grow exponentially)."""
+MAX_EXPANSION_ROUNDS = 32
+"""Rounds of re-expansion (``A=x$A`` would otherwise grow forever)."""
+MAX_ARITH_CHARS = 256
+_ARITH_LIMIT = 1 << 63  # shell arithmetic is 64-bit; beyond that a value is not a config number
+
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
         ast.FloorDiv: operator.floordiv, ast.Div: operator.floordiv, ast.Mod: operator.mod}
 
 
 def _arith(expr: str) -> int:
-    """Evaluate shell integer arithmetic safely (+ - * / % and parentheses on integers)."""
+    """Evaluate shell integer arithmetic safely (+ - * / % and parentheses on integers), on
+    short expressions and 64-bit values only, so no input makes it slow."""
+    if len(expr) > MAX_ARITH_CHARS:
+        raise ValueError(f"arithmetic longer than {MAX_ARITH_CHARS} characters")
+
     def ev(node: ast.AST) -> int:
+        value = _ev(node)
+        if abs(value) >= _ARITH_LIMIT:
+            raise ValueError(f"arithmetic overflows 64 bits: {expr}")
+        return value
+
+    def _ev(node: ast.AST) -> int:
         if isinstance(node, ast.Expression):
             return ev(node.body)
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
@@ -30,11 +47,17 @@ def _arith(expr: str) -> int:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -ev(node.operand)
         raise ValueError(f"unsupported arithmetic: {expr}")
-    return ev(ast.parse(expr.strip(), mode="eval"))
+    try:
+        return ev(ast.parse(expr.strip(), mode="eval"))
+    except (RecursionError, MemoryError):
+        raise ValueError(f"arithmetic nested too deeply: {expr[:40]}") from None
 
 
 def expand(text: str, env: dict[str, str]) -> str:
-    """Expand variables and arithmetic in one word; unknown variables are left as they are."""
+    """Expand variables and arithmetic in one word; unknown variables are left as they are.
+
+    Bounded: at most MAX_EXPANSION_ROUNDS rounds (a self-referencing variable stays partly
+    unexpanded) and a word longer than MAX_WORD_CHARS is refused with an AdvisorError."""
     def var(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(3)
         if name in env:
@@ -43,9 +66,17 @@ def expand(text: str, env: dict[str, str]) -> str:
             return m.group(2)
         return m.group(0)
     prev = None
-    while prev != text:
-        prev = text
+    rounds = 0
+    while prev != text and rounds < MAX_EXPANSION_ROUNDS:
+        prev, rounds = text, rounds + 1
         text = _VAR.sub(var, text)
+        if len(text) > MAX_WORD_CHARS:
+            from advisor.yamlio import InputTooLarge
+
+            raise InputTooLarge(f"a shell word expands to more than {MAX_WORD_CHARS} characters "
+                               "(variables that repeat each other?)", field="text",
+                               value=prev[:60], allowed="launch scripts whose variables expand to "
+                               f"at most {MAX_WORD_CHARS} characters per word")
 
         def arith(m: re.Match[str]) -> str:
             inner = m.group(1)

@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
+from advisor import yamlio
 from advisor.errors import AdvisorError
 from advisor.importers.builder import PlanBuilder
 from advisor.importers.models import ImportResult
@@ -28,8 +27,10 @@ _CLASS = re.compile(r"(GRPO|RLOO|DPO|KTO|SFT|ORPO|CPO|Reward|OnlineDPO)Config")
 
 def looks_like(text: str) -> bool:
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
+        data = yamlio.load_untrusted(text)
+    except yamlio.InputTooLarge:
+        raise
+    except AdvisorError:
         return False
     if not isinstance(data, dict):
         return False
@@ -56,10 +57,8 @@ _ACCELERATE_KEYS = {"distributed_type", "compute_environment", "num_processes", 
 def _documents(text: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The TRL config and, when the text also holds one (a second YAML document), the accelerate
     config it is launched with: the distributed backend and process count live there."""
-    try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        raise AdvisorError(f"not valid YAML: {exc}", field="text", allowed="a TRL config YAML") from None
+    docs = [d for d in yamlio.load_all_untrusted(text, field="text", allowed="a TRL config YAML")
+            if d is not None]
     if not docs or not all(isinstance(d, dict) for d in docs):
         raise AdvisorError("a TRL config must be a YAML mapping", field="text",
                            value=type(docs[0]).__name__ if docs else "empty")

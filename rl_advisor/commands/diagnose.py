@@ -58,6 +58,9 @@ def _run(ns: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(f"  - {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    from advisor.secrets import scrub_obj
+
+    diag = scrub_obj(diag)  # evidence quotes log lines: the one scrubber runs before any output
     if ns.html:
         from rl_advisor.report_html import write_html
 
