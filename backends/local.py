@@ -75,8 +75,8 @@ class LocalBackend:
 
     def submit(self, spec: LaunchSpec) -> dict[str, Any]:
         run_dir = Path(spec.run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        Path(spec.working_dir).mkdir(parents=True, exist_ok=True)
+        run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        Path(spec.working_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
         log_path = run_dir / CONSOLE_LOG
         env = {**os.environ, **spec.env, "PYTHONUNBUFFERED": "1"}
         # The run uses this interpreter and its environment's tools (trl, accelerate, ...).
@@ -86,7 +86,8 @@ class LocalBackend:
         if argv[0] in ("python", "python3"):
             argv[0] = sys.executable
         cmd = [sys.executable, str(RUNNER), "--status-dir", str(run_dir), "--", *argv]
-        with open(log_path, "ab", buffering=0) as log:
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        with open(log_fd, "ab", buffering=0) as log:
             try:
                 proc = subprocess.Popen(cmd, cwd=spec.working_dir, env=env, stdin=subprocess.DEVNULL,
                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,

@@ -116,7 +116,8 @@ def runs_root() -> Path:
     from rl_advisor.paths import data_dir
 
     root = data_dir() / "runs"
-    root.mkdir(parents=True, exist_ok=True)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(root, 0o700)  # run folders hold logs and configs: private to the user
     return root
 
 
@@ -136,8 +137,17 @@ class RunRegistry:
                 busy_timeout_ms = DEFAULT_BUSY_TIMEOUT_MS
         self.busy_timeout_ms = max(0, busy_timeout_ms)
         self._local = threading.local()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._ensure_schema()
+        self._make_private()
+
+    def _make_private(self) -> None:
+        """The registry (and SQLite's -wal/-shm files, which copy its mode) is 0600."""
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.chmod(f"{self.path}{suffix}", 0o600)
+            except OSError:
+                pass
 
     # ------------------------------------------------------------------ connections
 

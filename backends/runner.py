@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     command = args.argv[1:] if args.argv and args.argv[0] == "--" else args.argv
     if not command:
         parser.error("no command after --")
+    os.umask(0o077)  # the run's files (status, outputs, checkpoints) are private to the user
     started = _now()
     try:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL)

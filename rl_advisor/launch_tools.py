@@ -10,6 +10,7 @@ appended to the registry's history, so a run outlives the process that launched 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -302,20 +303,16 @@ def _launch_text(rendered: Any) -> str:
 
 
 def _write_artifacts(rendered: Any, spec: LaunchSpec) -> list[dict[str, Any]]:
-    work = Path(spec.working_dir)
-    work.mkdir(parents=True, exist_ok=True)
-    out = []
-    for art in rendered.artifacts:
-        path = work / art.name
-        if path.resolve().parent != work.resolve():
-            raise AdvisorError("artifact name escapes the run folder", field="artifact.name",
-                               value=art.name)
-        path.write_text(art.content, encoding="utf-8")
-        if art.format == "shell":
-            path.chmod(0o755)
-        out.append({"name": art.name, "kind": art.kind, "format": art.format, "path": str(path),
-                    "content": art.content})
-    return out
+    """The run's files, written like render_config's (one folder handle, no link followed,
+    scrubbed) and private to the user: the run folder 0700, scripts 0700, other files 0600."""
+    from advisor.secrets import scrub_text
+    from rl_advisor.render_tool import write_artifacts
+
+    Path(spec.run_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(spec.run_dir, 0o700)
+    paths = write_artifacts(rendered, spec.working_dir, private=True)
+    return [{"name": art.name, "kind": art.kind, "format": art.format, "path": path,
+             "content": scrub_text(art.content)} for art, path in zip(rendered.artifacts, paths)]
 
 
 # --------------------------------------------------------------------------- tools

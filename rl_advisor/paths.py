@@ -53,5 +53,5 @@ def data_dir() -> Path:
         from platformdirs import user_data_dir
 
         path = Path(user_data_dir("rl-advisor", appauthor=False))
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)  # new folders are private to the user
     return path

@@ -3,7 +3,6 @@ frameworks' own parsers and schemas (rl_advisor.validators), and write files on 
 
 from __future__ import annotations
 
-import os
 import time
 
 from pydantic import BaseModel, Field
@@ -54,32 +53,28 @@ class TranslationResult(BaseModel):
         return "\n".join(lines)
 
 
-def write_artifacts(rendered: RenderedConfig, output_dir: str) -> list[str]:
+def write_artifacts(rendered: RenderedConfig, output_dir: str, *, private: bool = False) -> list[str]:
     """Write every artifact under ``output_dir`` (created); launch scripts are made executable.
 
-    The folder goes through ``safe_paths.writable_dir`` (confined to the allowed roots when the
-    call comes from an MCP client). Artifact names are fixed by the renderer, and files are
-    opened with O_NOFOLLOW so a symlink planted at an artifact's name is not followed.
+    The folder is opened once (``safe_paths.open_output_dir``: confined to the allowed roots
+    when the call comes from an MCP client) and every file is written relative to that handle,
+    so a folder swapped for a symlink mid-call or a link planted at an artifact's name cannot
+    redirect a write. Contents pass through the one secret scrubber, so the files say what the
+    tool result says. ``private`` (run folders): 0700 folder, 0700 scripts, 0600 files.
     """
-    from rl_advisor.safe_paths import writable_dir
+    from advisor.secrets import scrub_text
+    from rl_advisor.safe_paths import open_output_dir
 
-    root = writable_dir(output_dir, field="output_dir")
     written = []
-    for art in rendered.artifacts:
-        path = root / art.name
-        if path.parent != root:
-            raise AdvisorError("artifact name escapes the output folder", field="artifact", value=art.name)
-        mode = 0o755 if art.format == "shell" else 0o644
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(path, flags, mode)
-        except OSError as exc:
-            raise AdvisorError(f"cannot write {art.name}: {exc.strerror}", field="output_dir",
-                               value=output_dir) from None
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(art.content)
-        os.chmod(path, mode)
-        written.append(str(path))
+    with open_output_dir(output_dir, field="output_dir", mode=0o700 if private else None) as out:
+        for art in rendered.artifacts:
+            shell = art.format == "shell"
+            mode = (0o700 if shell else 0o600) if private else (0o755 if shell else 0o644)
+            try:
+                written.append(str(out.write(art.name, scrub_text(art.content), mode)))
+            except OSError as exc:
+                raise AdvisorError(f"cannot write {art.name}: {exc.strerror}", field="output_dir",
+                                   value=output_dir) from None
     return written
 
 

@@ -98,8 +98,7 @@ def resolve_allowed(path: str | os.PathLike[str], roots: Iterable[str | os.PathL
     resolved = Path(os.path.realpath(os.path.expanduser(text)))
     if not _inside(resolved, root_list):
         raise AdvisorError("outside the folders this server may read (after resolving symlinks "
-                           f"and '..' it is {resolved})", field=field, value=text,
-                           allowed=_describe(root_list))
+                           "and '..')", field=field, value=text, allowed=_describe(root_list))
     if not resolved.exists():
         raise AdvisorError("no such file", field=field, value=text,
                            allowed="an existing file under " + _describe(root_list))
@@ -186,7 +185,8 @@ def writable_dir(path: str | os.PathLike[str], *, field: str = "output_dir") -> 
 
     Under an MCP call it must resolve (symlinks followed, for the part that exists) inside an
     allowed root; otherwise a client could drop scripts into ``~/.config/autostart`` or
-    ``/etc/cron.d``.
+    ``/etc/cron.d``. The error never shows where an outside path resolves to. To *write* into
+    the folder use :func:`open_output_dir`, which holds it open so it cannot be swapped.
     """
     text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ""
     if not text.strip() or "\x00" in text or len(text) > MAX_PATH_LEN:
@@ -195,8 +195,8 @@ def writable_dir(path: str | os.PathLike[str], *, field: str = "output_dir") -> 
     if confining():
         roots = allowed_roots()
         if not _inside(target, roots):
-            raise AdvisorError(f"outside the folders this server may write (resolves to {target})",
-                               field=field, value=text, allowed=_describe(roots))
+            raise AdvisorError("outside the folders this server may write (after resolving "
+                               "symlinks and '..')", field=field, value=text, allowed=_describe(roots))
     try:
         target.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -205,6 +205,90 @@ def writable_dir(path: str | os.PathLike[str], *, field: str = "output_dir") -> 
     if not target.is_dir():
         raise AdvisorError("not a folder", field=field, value=text)
     return target
+
+
+class OutputDir:
+    """A folder opened once (``O_DIRECTORY | O_NOFOLLOW``); every file is written relative to
+    that descriptor, so swapping the folder (or a parent) for a symlink after the check changes
+    nothing: the writes land in the folder that was checked.
+
+    A file is written to a fresh private temporary name (``O_EXCL``), given its mode with
+    ``fchmod`` on the descriptor, then renamed over the target inside the same folder. A symlink
+    or hard link planted at the target's name is therefore replaced, never written through; a
+    hard-linked target is refused outright, since someone linked it there on purpose.
+    """
+
+    def __init__(self, fd: int, path: Path, field: str):
+        self.fd, self.path, self.field = fd, path, field
+
+    def __enter__(self) -> "OutputDir":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def write(self, name: str, content: str | bytes, mode: int = 0o644) -> Path:
+        if not name or name in (".", "..") or "/" in name or "\x00" in name:
+            raise AdvisorError("file name escapes the output folder", field="artifact", value=name)
+        try:
+            existing = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            existing = None
+        if existing is not None and stat.S_ISREG(existing.st_mode) and existing.st_nlink > 1:
+            raise AdvisorError(f"{name} is a hard link to another file; refusing to replace it",
+                               field=self.field, value=str(self.path / name),
+                               allowed="remove the link, or choose another folder")
+        if existing is not None and stat.S_ISDIR(existing.st_mode):
+            raise AdvisorError(f"{name} is a folder", field=self.field, value=str(self.path / name))
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        tmp = f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | \
+            getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(tmp, flags, 0o600, dir_fd=self.fd)
+        try:
+            with os.fdopen(fd, "wb", closefd=True) as fh:
+                fh.write(data)
+                fh.flush()
+                os.fchmod(fh.fileno(), mode)
+            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=self.fd)
+            except OSError:
+                pass
+            raise
+        return self.path / name
+
+
+def open_output_dir(path: str | os.PathLike[str], *, field: str = "output_dir",
+                    mode: int | None = None) -> OutputDir:
+    """Check, create and open the folder a caller asked us to write into (see
+    :func:`writable_dir` for the confinement and :class:`OutputDir` for how files are written).
+    ``mode`` (e.g. 0o700 for run folders) is set on the opened descriptor, not on the path."""
+    target = writable_dir(path, field=field)
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | \
+        getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(target, flags)
+    except OSError as exc:
+        raise AdvisorError(f"the folder changed while being opened ({exc.strerror})", field=field,
+                           value=os.fspath(path)) from None
+    try:
+        actual = _fd_path(fd)
+        if confining() and actual is not None and not _inside(actual, allowed_roots()):
+            raise AdvisorError("the folder moved outside the allowed folders while being opened",
+                               field=field, value=os.fspath(path), allowed=_describe(allowed_roots()))
+        if mode is not None:
+            os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return OutputDir(fd, actual or target, field)
 
 
 def _roots_or_default(roots: Iterable[str | os.PathLike[str]] | None) -> list[Path]:
@@ -222,4 +306,5 @@ def _fd_path(fd: int) -> Path | None:
 
 
 __all__ = ["ROOTS_ENV", "allowed_roots", "resolve_allowed", "open_for_reading", "read_text",
-           "untrusted_caller", "confining", "check_input_path", "open_input", "writable_dir"]
+           "untrusted_caller", "confining", "check_input_path", "open_input", "writable_dir",
+           "OutputDir", "open_output_dir"]
