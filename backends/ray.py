@@ -109,9 +109,10 @@ class RayBackend:
     name = "ray"
 
     def __init__(self, address: str | None = None, *, timeout_s: float = 10.0,
-                 upload: bool | None = None):
+                 upload: bool | None = None, token: str | None = None):
         self.address = normalize_address(address)
         self.timeout_s = timeout_s
+        self._token = token  # None: Ray's own sources (backends.ray_auth)
         host = urlparse(self.address).hostname or ""
         self.shared_fs = host in LOOPBACK if upload is None else not upload
 
@@ -120,10 +121,13 @@ class RayBackend:
     def _request(self, method: str, path: str, **kw: Any) -> Any:
         import httpx
 
+        from backends.ray_auth import auth_headers
+
         url = self.address + path
+        headers = {**auth_headers(self.address, self._token), **kw.pop("headers", {})}
         try:
             with httpx.Client(timeout=kw.pop("timeout", self.timeout_s), trust_env=False) as client:
-                resp = client.request(method, url, **kw)
+                resp = client.request(method, url, headers=headers, **kw)
         except httpx.HTTPError as exc:
             raise BackendError(f"Ray head at {self.address} is unreachable ({type(exc).__name__}: "
                                f"{exc}); is `ray start --head` running with its dashboard?",
@@ -131,6 +135,13 @@ class RayBackend:
         if resp.status_code == 404:
             raise BackendError(f"{method} {path}: not found on the Ray head {self.address}",
                                reason="not_found", status=404)
+        if resp.status_code in (401, 403) and "token" in resp.text.lower():
+            raise BackendError(f"the Ray head at {self.address} uses token authentication and "
+                               f"{'refused the token sent' if headers else 'no token was found'} "
+                               "(HTTP %d); give it as $RAY_AUTH_TOKEN, a file named by "
+                               "$RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token (a remote head must "
+                               "also be named in $RAY_ADDRESS)" % resp.status_code,
+                               reason="unauthorized", status=resp.status_code)
         if resp.status_code >= 400:
             raise BackendError(f"{method} {path} failed with HTTP {resp.status_code}: "
                                f"{resp.text[:500]}", reason="http_error", status=resp.status_code)

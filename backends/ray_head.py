@@ -7,11 +7,19 @@ session; stopping it signals that session's process group only (SIGTERM, then SI
 Loopback only (research/runtime.md §2, pitfall 1): ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` makes
 Ray bind and advertise 127.0.0.1; every port Ray would otherwise take from a fixed default is
 picked free, and the temp dir is our own, so several heads can coexist on one machine.
+
+Authentication is set explicitly, never inherited: Ray turns token authentication on by itself
+when ``RAY_AUTH_MODE`` is unset and ``~/.ray/auth_token`` exists, so a head that inherited the
+user's environment would depend on their home folder (and answer 401 to our readiness check).
+``auth="disabled"`` (default, a loopback throw-away head) or ``auth="token"``: a fresh token in
+the head's own temp dir (0600), sent by the readiness check; clients get it from
+:meth:`LocalRayHead.client_env` or :attr:`LocalRayHead.token`.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -71,8 +79,10 @@ class LocalRayHead:
     """``with LocalRayHead(num_gpus=1) as head: head.address`` -> http://127.0.0.1:PORT."""
 
     def __init__(self, *, num_cpus: int = 2, num_gpus: int = 0, resources: dict[str, float] | None = None,
-                 log_path: str | Path | None = None):
-        self.num_cpus, self.num_gpus = num_cpus, num_gpus
+                 log_path: str | Path | None = None, auth: str = "disabled"):
+        if auth not in ("disabled", "token"):
+            raise ValueError(f"auth must be 'disabled' or 'token', not {auth!r}")
+        self.num_cpus, self.num_gpus, self.auth = num_cpus, num_gpus, auth
         self.resources = resources or {}
         # Short path: Ray's unix socket paths must stay under ~107 characters.
         self.temp_dir = tempfile.mkdtemp(prefix="rlad-ray-", dir="/tmp" if os.path.isdir("/tmp") else None)
@@ -80,6 +90,22 @@ class LocalRayHead:
         self.dashboard_port = free_port()
         self.gcs_port = free_port()
         self.proc: subprocess.Popen | None = None
+        self.token: str | None = None
+        self.token_path = Path(self.temp_dir) / "auth_token"
+        if auth == "token":
+            self.token = secrets.token_hex(32)
+            fd = os.open(self.token_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(self.token)
+
+    def client_env(self) -> dict[str, str]:
+        """Environment for a client (driver, CLI, backend) of this head: its auth settings."""
+        if self.auth == "token":
+            return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(self.token_path)}
+        return {"RAY_AUTH_MODE": "disabled"}
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     @property
     def address(self) -> str:
@@ -87,8 +113,10 @@ class LocalRayHead:
 
     def env(self) -> dict[str, str]:
         env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
-        for key in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):  # they override explicit addresses
+        for key in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS",  # they override explicit addresses
+                    "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):  # auth is ours, not the user's
             env.pop(key, None)
+        env.update(self.client_env())
         return env
 
     def start(self, attempts: int = 3) -> "LocalRayHead":
@@ -137,10 +165,16 @@ class LocalRayHead:
                 self.stop()
                 raise _EarlyExit(f"ray start exited with {code}:\n{tail}")
             try:
-                r = httpx.get(self.address + "/nodes?view=summary", timeout=2, trust_env=False)
+                r = httpx.get(self.address + "/nodes?view=summary", timeout=2, trust_env=False,
+                              headers=self._headers())
+                if r.status_code in (401, 403):
+                    self.stop()
+                    raise RuntimeError(f"the Ray head refused our token (HTTP {r.status_code}); "
+                                       f"log: {self.log_path}")
                 nodes = (r.json().get("data") or {}).get("summary") or []
-                if r.status_code == 200 and nodes and httpx.get(self.address + "/api/version", timeout=2,
-                                                                trust_env=False).status_code == 200:
+                if r.status_code == 200 and nodes and httpx.get(
+                        self.address + "/api/version", timeout=2, trust_env=False,
+                        headers=self._headers()).status_code == 200:
                     return
             except (httpx.HTTPError, ValueError):
                 pass
