@@ -15,10 +15,11 @@ import inspect
 import json
 import logging
 import sys
+import typing
 from typing import Any, Callable
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
@@ -26,14 +27,16 @@ from advisor.errors import AdvisorError, FieldProblem, as_advisor_error
 from rl_advisor import __version__, paths
 from rl_advisor.safe_paths import untrusted_caller
 from advisor.secrets import install_log_filter
-from rl_advisor.tools import available_tools, guarded
+from rl_advisor import tool_surface
+from rl_advisor.tools import ToolSpec, available_tools, guarded
 
 INSTRUCTIONS = """rl-advisor plans, budgets, renders, launches and diagnoses LLM post-training runs
 (PPO, GRPO, RLOO, REINFORCE++, DAPO, DPO, KTO, ORPO, SimPO, reward models, rejection sampling,
 RLAIF) on veRL, OpenRLHF and TRL. Every tool reads or writes one framework-neutral Plan (the same
 object as the CLI's --plan YAML). Typical order: choose_method -> choose_framework ->
 budget_memory -> plan_placement -> render_config -> launch_run (dry run unless confirm=true) ->
-run_metrics -> diagnose_run. Read the resource rl-advisor://skill first."""
+run_metrics -> diagnose_run. Read the resource rl-advisor://skill first. The Plan's JSON schema is
+the resource rl-advisor://schema/plan. Results are compact; pass detail=true for every field and item."""
 
 
 class AdvisorToolError(ToolError):
@@ -141,16 +144,78 @@ def _doc_resources(server: MCPServer) -> None:
                         description=f"rl-advisor {name}")(reader)
 
 
+def _surface_tool(spec: ToolSpec, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The function the server registers for a tool: the tool's own parameters plus ``detail``,
+    answering the compact view of its result (``tool_surface.compact_result``) as structured
+    content and the same JSON as text."""
+    inner = _as_mcp_tool(fn)
+    hints = typing.get_type_hints(fn, include_extras=True)  # keep StrictBool etc.
+    sig = inspect.signature(fn)
+    params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values()]
+    own_detail = "detail" in sig.parameters
+    if not own_detail:
+        params.append(inspect.Parameter("detail", inspect.Parameter.KEYWORD_ONLY, default=False,
+                                        annotation=bool))
+
+    def answer(result: Any, kwargs: dict[str, Any], detail: bool) -> CallToolResult:
+        data = tool_surface.compact_result(result, detail=bool(detail), detail_fields=spec.detail_fields,
+                                           list_limit=spec.list_limit, next_step=spec.next_step,
+                                           given_plan=kwargs.get("plan"))
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+    if inspect.iscoroutinefunction(inner):
+        async def async_call(**kwargs: Any) -> Any:
+            detail = kwargs.get("detail", False) if own_detail else kwargs.pop("detail", False)
+            return answer(await inner(**kwargs), kwargs, detail)
+        call: Callable[..., Any] = async_call
+    else:
+        def sync_call(**kwargs: Any) -> Any:
+            detail = kwargs.get("detail", False) if own_detail else kwargs.pop("detail", False)
+            return answer(inner(**kwargs), kwargs, detail)
+        call = sync_call
+    call.__name__ = spec.name
+    call.__doc__ = fn.__doc__
+    call.__signature__ = sig.replace(parameters=params,  # type: ignore[attr-defined]
+                                     return_annotation=hints.get("return", sig.return_annotation))
+    return call
+
+
+def _register(server: MCPServer, spec: ToolSpec, fn: Callable[..., Any]) -> None:
+    """Register one tool with slim schemas: the SDK derives them from the typed signature (and
+    validates calls with the full pydantic models); tool_surface trims what is listed."""
+    hints = ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                            idempotent_hint=spec.read_only)
+    tool = server._tool_manager.add_tool(_surface_tool(spec, fn), name=spec.name,
+                                         description=_describe(spec, fn), annotations=hints,
+                                         structured_output=True)
+    tool.parameters = tool_surface.slim_input_schema(tool.parameters)
+    meta = tool.fn_metadata
+    meta.output_schema = tool_surface.slim_output_schema(meta.output_schema or {"type": "object"},
+                                                         spec.detail_fields)
+    meta.output_model = None  # the answer is the compact view, checked against output_schema in tests
+    tool.__dict__.pop("output_schema", None)  # a cached_property on Tool
+
+
+def _schema_resources(server: MCPServer) -> None:
+    """The Plan's full JSON schema, served once instead of inside every tool definition."""
+
+    @server.resource(tool_surface.PLAN_SCHEMA_URI, name="schema/plan", mime_type="application/json",
+                     description="JSON schema of the Plan that every tool takes (the --plan YAML).")
+    def plan_schema() -> str:
+        from advisor.plan import Plan
+
+        return json.dumps(Plan.model_json_schema(), indent=1)
+
+
 def build_server() -> MCPServer:
     server = AdvisorMCPServer(name="rl-advisor", instructions=INSTRUCTIONS, version=__version__,
                               log_level="WARNING")
     for spec, fn in available_tools():
         if spec.cli_only:
             continue
-        hints = ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=spec.destructive,
-                                idempotent_hint=spec.read_only)
-        server.add_tool(_as_mcp_tool(fn), name=spec.name, description=_describe(spec, fn),
-                        annotations=hints, structured_output=True)
+        _register(server, spec, fn)
+    _schema_resources(server)
     _doc_resources(server)
 
     @server.prompt(name="post_training_run",
@@ -173,10 +238,12 @@ def build_server() -> MCPServer:
     return server
 
 
-def _describe(spec: Any, fn: Callable[..., Any]) -> str:
+def _describe(spec: Any, fn: Callable[..., Any], limit: int = 400) -> str:
+    """The summary, then the docstring's first paragraph when it adds to it, within ``limit``."""
     doc = inspect.getdoc(fn) or ""
-    first = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
-    return spec.summary if not first else f"{spec.summary} {first}" if first != spec.summary else first
+    first = " ".join(doc.split("\n\n", 1)[0].split())
+    text = spec.summary if not first or first == spec.summary else f"{spec.summary} {first}"
+    return text if len(text) <= limit else spec.summary
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -77,7 +77,7 @@ def test_diagnose_run_keeps_every_complete_point(session: Any, name: str) -> Non
     damage, survivors = CORRUPTIONS[name]
     Path("metrics.jsonl").write_bytes(damage(CLEAN))
     t0 = time.monotonic()
-    result = session("diagnose_run", {"path": "metrics.jsonl"})
+    result = session("diagnose_run", {"path": "metrics.jsonl", "detail": True})
     assert time.monotonic() - t0 < 60, "a damaged file must not stall the server"
     assert not result.is_error, result.content
     diag = result.structured_content
@@ -116,7 +116,7 @@ def test_truncated_tensorboard_file(session: Any, tmp_path: Path) -> None:
     (event_file,) = logdir.glob("events.out.tfevents*")
     data = event_file.read_bytes()
     event_file.write_bytes(data[: len(data) - 7])  # the last record is cut short
-    result = session("diagnose_run", {"path": "tb"})
+    result = session("diagnose_run", {"path": "tb", "detail": True})
     assert not result.is_error, result.content
     steps = reward_steps(result.structured_content)
     assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 9

@@ -282,21 +282,23 @@ def test_mcp_tools_in_process():
 
     from mcp import Client
 
-    from advisor.importers import ImportResult
+    from advisor.plan import plan_from_yaml
     from rl_advisor.mcp_server import build_server
 
     async def run():
         async with Client(build_server()) as c:
             names = {t.name for t in (await c.list_tools()).tools}
             assert {"budget_memory", "import_config", "budget_memory_from_config"} <= names
-            r = await c.call_tool("budget_memory", {"plan": base()})
+            r = await c.call_tool("budget_memory", {"plan": base(), "detail": True})
             assert not r.is_error
             MemoryBudget.model_validate(r.structured_content)
             cmd = ("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo "
                    "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct trainer.n_gpus_per_node=1")
             r = await c.call_tool("import_config", {"text": cmd})
             assert not r.is_error
-            assert ImportResult.model_validate(r.structured_content).plan.policy.model == "Qwen2.5-0.5B-Instruct"
+            imported = r.structured_content  # the Plan comes back as its YAML
+            assert plan_from_yaml(imported["plan"]).policy.model == "Qwen2.5-0.5B-Instruct"
+            assert imported["framework"] == "verl" and "mapped" in imported["omitted"]
             r = await c.call_tool("budget_memory_from_config", {"text": cmd, "gpu": "A100"})
             assert not r.is_error and r.structured_content["budget"]["gpu"].startswith("A100")
             r = await c.call_tool("budget_memory_from_config", {"text": cmd, "gpu": "Z9"})

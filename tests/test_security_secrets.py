@@ -148,7 +148,7 @@ def test_server_main_installs_the_log_filter() -> None:
 def test_rendered_artifacts_carry_references_not_values(secret_env: None, plan_file: str,
                                                         framework: str) -> None:
     plan = plan_with_secrets(plan_file)
-    (result,) = mcp_calls([("render_config", {"plan": plan, "framework": framework,
+    (result,) = mcp_calls([("render_config", {"plan": plan, "framework": framework, "detail": True,
                                                "validate": False, "output_dir": "out"})])
     assert not result.is_error, result.content
     payload = json.dumps(result.structured_content)
