@@ -31,10 +31,12 @@ test: setup
 test-fast: setup
 	$(PY) -m pytest -q -m "not integration"
 
-# Regenerate the skill's generated parts: guide tables from advisor/data, examples.md from examples/plans.
+# Regenerate the generated parts: guide tables from advisor/data, examples.md from examples/plans,
+# the MCP tool definitions served at start-up (rl_advisor/tool_listing.json).
 examples: setup
 	$(PY) scripts/regenerate_docs.py
 	$(PY) scripts/regenerate_examples.py
+	$(PY) scripts/regenerate_tool_listing.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -16,10 +16,12 @@ import json
 import logging
 import sys
 import typing
+from pathlib import Path
 from typing import Any, Callable
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import Tool as MCPTool
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
@@ -28,7 +30,9 @@ from rl_advisor import __version__, paths
 from rl_advisor.safe_paths import untrusted_caller
 from advisor.secrets import install_log_filter
 from rl_advisor import tool_surface
-from rl_advisor.tools import ToolSpec, available_tools, guarded
+from rl_advisor.tools import TOOLS, ToolSpec, guarded
+
+LISTING_FILE = Path(__file__).with_name("tool_listing.json")
 
 INSTRUCTIONS = """rl-advisor plans, budgets, renders, launches and diagnoses LLM post-training runs
 (PPO, GRPO, RLOO, REINFORCE++, DAPO, DPO, KTO, ORPO, SimPO, reward models, rejection sampling,
@@ -61,10 +65,32 @@ class AdvisorMCPServer(MCPServer):
     (UnexpectedToolError) are left to the SDK, which hides their text from the client.
     """
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+    def __init__(self, *args: Any, specs: list[ToolSpec] = (), listing: list[dict] | None = None,
+                 **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._specs = {s.name: s for s in specs}
+        self._listing = listing
+
+    def materialize(self, name: str) -> Any:
+        """The registered tool, importing its module on first use (a fast start imports none)."""
         tool = self._tool_manager.get_tool(name)
+        if tool is None and name in self._specs:
+            spec = self._specs[name]
+            _register(self, spec, spec.load())
+            tool = self._tool_manager.get_tool(name)
+        return tool
+
+    async def list_tools(self) -> list[MCPTool]:
+        if self._listing is not None:
+            return [MCPTool.model_validate(d) for d in self._listing]
+        for name in self._specs:
+            self.materialize(name)
+        return await super().list_tools()
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self.materialize(name)
         if tool is None:
-            known = sorted(t.name for t in self._tool_manager.list_tools())
+            known = sorted(self._specs)
             raise AdvisorToolError(AdvisorError("unknown tool", field="name", value=name,
                                                 allowed=", ".join(known)).to_dict())
         allowed = set((tool.parameters or {}).get("properties", {}))
@@ -208,13 +234,32 @@ def _schema_resources(server: MCPServer) -> None:
         return json.dumps(Plan.model_json_schema(), indent=1)
 
 
-def build_server() -> MCPServer:
+def shipped_listing(specs: list[ToolSpec]) -> list[dict] | None:
+    """The tool definitions written by ``scripts/regenerate_tool_listing.py`` (what tools/list
+    answers without importing any tool module), or None when they do not belong to this code:
+    another version or other tools. ``tests/test_tool_surface.py`` fails when they are stale."""
+    try:
+        data = json.loads(LISTING_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    tools = data.get("tools") if isinstance(data, dict) else None
+    if data.get("version") != __version__ or not isinstance(tools, list) or \
+            [t.get("name") for t in tools] != [s.name for s in specs]:
+        return None
+    return tools
+
+
+def build_server(lazy: bool = True) -> MCPServer:
+    """The server. ``lazy``: answer tools/list from the shipped definitions and import each tool's
+    module on its first call (cold start close to a bare MCPServer); otherwise, or when the
+    shipped definitions do not match, every tool is imported and its schema derived now."""
+    specs = [s for s in TOOLS if not s.cli_only]
+    listing = shipped_listing(specs) if lazy else None
     server = AdvisorMCPServer(name="rl-advisor", instructions=INSTRUCTIONS, version=__version__,
-                              log_level="WARNING")
-    for spec, fn in available_tools():
-        if spec.cli_only:
-            continue
-        _register(server, spec, fn)
+                              log_level="WARNING", specs=specs, listing=listing)
+    if listing is None:
+        for spec in specs:
+            server.materialize(spec.name)
     _schema_resources(server)
     _doc_resources(server)
 
@@ -246,6 +291,21 @@ def _describe(spec: Any, fn: Callable[..., Any], limit: int = 400) -> str:
     return text if len(text) <= limit else spec.summary
 
 
+def live_listing() -> list[dict]:
+    """tools/list as derived now from the tools' signatures (every tool module imported)."""
+    import asyncio
+
+    server = build_server(lazy=False)
+    tools = asyncio.run(server.list_tools())
+    return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+
+
+def write_listing(path: Path = LISTING_FILE) -> int:
+    data = {"version": __version__, "tools": live_listing()}
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rl-advisor-mcp", description="rl-advisor MCP server")
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
@@ -259,7 +319,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allowed-host", action="append", default=[], metavar="HOST:PORT",
                         help="HTTP: also accept this Host header, e.g. a proxy name (repeatable)")
     parser.add_argument("--version", action="version", version=__version__)
+    parser.add_argument("--write-listing", metavar="FILE", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.write_listing:
+        return write_listing(Path(args.write_listing))
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     install_log_filter()  # credentials never reach the server's log
     server = build_server()

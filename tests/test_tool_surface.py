@@ -150,3 +150,34 @@ async def test_every_tool_takes_detail(spec):
     tool = next(t for t in listing.tools if t.name == spec.name)
     assert tool.input_schema["properties"]["detail"]["type"] == "boolean"
     assert {"more", "omitted", "next"} <= set(tool.output_schema["properties"])
+
+
+def test_shipped_listing_is_fresh():
+    """tools/list is answered from rl_advisor/tool_listing.json until a tool is called: it must be
+    exactly what the tools' signatures give now (run scripts/regenerate_tool_listing.py)."""
+    from rl_advisor.mcp_server import LISTING_FILE, TOOLS as specs, live_listing, shipped_listing
+
+    shipped = shipped_listing([s for s in specs if not s.cli_only])
+    assert shipped is not None, f"{LISTING_FILE} is missing or names other tools: regenerate it"
+    assert shipped == live_listing(), "stale tool listing: run scripts/regenerate_tool_listing.py"
+
+
+def test_start_imports_no_tool_module_before_the_first_call():
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = ("import asyncio, sys\n"
+            "from rl_advisor.mcp_server import build_server\n"
+            "s = build_server()\n"
+            "tools = asyncio.run(s.list_tools())\n"
+            "heavy = sorted(m for m in sys.modules if m.startswith(('advisor.plan', 'advisor.memory', "
+            "'advisor.placement', 'advisor.render', 'advisor.diagnosis', 'backends', 'jinja2', 'yaml')))\n"
+            "print(len(tools), heavy)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    count, heavy = out.stdout.strip().split(" ", 1)
+    assert int(count) == len([s for s in TOOLS if not s.cli_only])
+    assert heavy == "[]", f"imported before the first call: {heavy}"
