@@ -3,7 +3,8 @@
 Each tool in ``rl_advisor.tools.TOOLS`` becomes a subcommand (``choose_method`` ->
 ``rl-advisor choose-method``). Flags are derived from the tool's typed signature:
 
-* a ``Plan`` parameter is ``--plan FILE`` (the Plan YAML format);
+* a ``Plan`` parameter is ``--plan FILE`` (the Plan YAML format; ``-`` reads standard input);
+* a config ``text`` parameter is a ``FILE`` argument (``-`` for standard input) or ``--text``;
 * another pydantic-model parameter is ``--NAME JSON|FILE`` and, for people, its top-level
   scalar fields are flags of their own (``--task math --data preference_pairs``);
 * scalar parameters are flags.
@@ -80,6 +81,21 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def read_input(path: str, field: str, what: str = "file") -> str:
+    """The text of a file, or of standard input when ``path`` is ``-``; errors name the flag."""
+    if path == "-":
+        return sys.stdin.read()
+    if not path:
+        raise AdvisorError("empty path", field=field, value=path, allowed=f"a readable {what}, or - for stdin")
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise AdvisorError(f"cannot read {what}: {exc.strerror}", field=field, value=path,
+                           allowed=f"a readable {what}, or - for stdin") from None
+    except UnicodeDecodeError:
+        raise AdvisorError(f"not a UTF-8 text {what}", field=field, value=path) from None
+
+
 def _read_structured(text: str, field: str) -> Any:
     """A JSON/YAML literal, or a path to a JSON/YAML file."""
     path = Path(text)
@@ -109,6 +125,11 @@ class _Binding:
     def is_plan(self) -> bool:
         return _is_model(self.tp) and self.tp.__name__ == "Plan"
 
+    @property
+    def is_config_text(self) -> bool:
+        """The text of a framework config (import_config, translate_config, ...)."""
+        return self.name == "text" and self.tp is str
+
 
 def _add_tool_parser(sub: Any, spec: Any, fn: Callable[..., Any]) -> list[_Binding]:
     doc = inspect.getdoc(fn) or spec.summary
@@ -129,7 +150,13 @@ def _add_tool_parser(sub: Any, spec: Any, fn: Callable[..., Any]) -> list[_Bindi
         kind = _scalar_kind(tp)
         if b.is_plan:
             p.add_argument("--plan", dest="arg_" + prm.name, metavar="FILE",
-                           help="Plan YAML file (see README: The Plan format)")
+                           help="Plan YAML file, - for stdin (see README: The Plan format)")
+        elif b.is_config_text:
+            p.add_argument("config_file", nargs="?", metavar="FILE",
+                           help="the config file (veRL launch script, OpenRLHF command line, TRL YAML); "
+                                "- reads standard input")
+            p.add_argument("--text", dest="arg_" + prm.name, metavar="TEXT",
+                           help="the config text inline, instead of FILE")
         elif _is_model(b.tp):
             p.add_argument(_flag(prm.name), dest="arg_" + prm.name, metavar="JSON|FILE",
                            help=f"{b.tp.__name__} as JSON/YAML or a file")
@@ -177,12 +204,17 @@ def _collect_kwargs(ns: argparse.Namespace, bindings: list[_Binding]) -> dict[st
         raw = getattr(ns, "arg_" + b.name, None)
         if b.is_plan:
             if raw is not None:
-                try:
-                    text = Path(raw).read_text(encoding="utf-8")
-                except OSError as exc:
-                    raise AdvisorError(f"cannot read plan file: {exc.strerror}", field="--plan",
-                                       value=raw, allowed="a readable Plan YAML file") from None
-                kwargs[b.name] = plan_from_yaml(text)
+                kwargs[b.name] = plan_from_yaml(read_input(raw, "--plan", "Plan YAML file"))
+            continue
+        if b.is_config_text:
+            path = getattr(ns, "config_file", None)
+            if path is not None and raw is not None:
+                raise AdvisorError("give the config once: a FILE (or -) or --text, not both",
+                                   field="--text", value=raw[:80])
+            if path is not None:
+                kwargs[b.name] = read_input(path, "FILE", "config file")
+            elif raw is not None:
+                kwargs[b.name] = raw
             continue
         if _is_model(b.tp):
             data = _read_structured(raw, _flag(b.name)) if raw is not None else None

@@ -73,3 +73,44 @@ def test_diagnose_on_unreadable_bytes_says_no_data_not_healthy(tmp_path, capsys)
 def test_diagnose_empty_path_is_an_error_not_the_current_folder(capsys):
     assert cli.main(["diagnose", "", "--json"]) == 2
     assert "empty path" in capsys.readouterr().err
+
+
+VERL_CMD = ("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo "
+            "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct trainer.n_gpus_per_node=1\n")
+
+
+def _cli(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rl_advisor.cli", *args], input=stdin, capture_output=True,
+                          text=True, cwd=REPO, timeout=300)
+
+
+@pytest.mark.parametrize("command", [["import-config"], ["translate-config", "--to-framework", "openrlhf",
+                                                         "--no-validate"],
+                                     ["budget-memory-from-config", "--gpu", "H100"]])
+def test_config_commands_take_a_file_or_stdin(tmp_path, command):
+    """Every command that reads a config takes a file path, and - for standard input."""
+    script = tmp_path / "run_verl.sh"
+    script.write_text(VERL_CMD)
+    by_file = _cli([*command, str(script), "--json"])
+    assert by_file.returncode == 0, by_file.stderr
+    by_stdin = _cli([*command, "-", "--json"], stdin=VERL_CMD)
+    assert by_stdin.returncode == 0, by_stdin.stderr
+    by_text = _cli([*command, "--text", VERL_CMD, "--json"])
+    def answer(proc: subprocess.CompletedProcess) -> dict:
+        data = json.loads(proc.stdout)
+        data.get("result", {}).pop("render_seconds", None)  # a timing, not part of the answer
+        return data
+
+    assert answer(by_file) == answer(by_stdin) == answer(by_text)
+    both = _cli([*command, str(script), "--text", VERL_CMD])
+    assert both.returncode == 2 and "--text" in both.stderr
+    missing = _cli([*command, str(tmp_path / "nope.sh")])
+    assert missing.returncode == 2 and "FILE" in missing.stderr and "nope.sh" in missing.stderr
+
+
+def test_plan_and_memory_check_read_stdin():
+    plan = example_plan_path().read_text()
+    out = _cli(["validate-plan", "--plan", "-", "--json"], stdin=plan)
+    assert out.returncode == 0 and json.loads(out.stdout)["valid"] is True, out.stderr
+    check = _cli(["memory-check", "--config", "-", "--gpu", "H100", "--json"], stdin=VERL_CMD)
+    assert check.returncode == 0, check.stderr

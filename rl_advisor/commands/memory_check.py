@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -14,8 +13,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "optionally drawn with --plot PREFIX",
         description=__doc__)
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--plan", metavar="FILE", help="Plan YAML")
-    src.add_argument("--config", metavar="FILE", help="veRL launch script, OpenRLHF command line or TRL config YAML")
+    src.add_argument("--plan", metavar="FILE", help="Plan YAML (- for stdin)")
+    src.add_argument("--config", metavar="FILE", help="veRL launch script, OpenRLHF command line or TRL config YAML (- for stdin)")
     p.add_argument("--framework", choices=["verl", "openrlhf", "trl"], help="framework of --config (detected when absent)")
     p.add_argument("--gpu", help="GPU type for --config (a config does not say which GPU)")
     p.add_argument("--mean-prompt-length", type=int, help="typical prompt tokens (remove-padding memory follows them)")
@@ -32,12 +31,9 @@ def run(ns: argparse.Namespace) -> int:
     from advisor.plan import plan_from_yaml
 
     try:
-        path = Path(ns.plan or ns.config)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise AdvisorError(f"cannot read file: {exc.strerror}", field="--plan" if ns.plan else "--config",
-                               value=str(path)) from None
+        from rl_advisor.cli import read_input
+
+        text = read_input(ns.plan or ns.config, "--plan" if ns.plan else "--config")
         if ns.plan:
             result = budget_memory(plan_from_yaml(text))
             budget = result
