@@ -37,6 +37,7 @@ examples: setup
 	$(PY) scripts/regenerate_docs.py
 	$(PY) scripts/regenerate_examples.py
 	$(PY) scripts/regenerate_tool_listing.py
+	$(PY) scripts/regenerate_skill_folder.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -29,6 +29,7 @@ PLAN_INPUT_DESCRIPTION = f"A Plan: the --plan YAML as JSON; schema {PLAN_SCHEMA_
 PLAN_OUTPUT_DESCRIPTION = "Plan YAML"
 DETAIL_DESCRIPTION = "true: every field and list item"
 DEFAULT_LIST_LIMIT = 5
+VIEW_FIELDS = ("more", "omitted", "next", "plan_changes")  # added to every compact answer
 # Output schemas type objects this many levels deep; deeper objects are declared "object".
 OUTPUT_TYPED_DEPTH = 2
 

@@ -236,3 +236,32 @@ def test_guide_pages_do_not_reference_deeper_than_the_skill_root():
             path = target.split("#", 1)[0]
             assert path in ("", "../examples.md", "../SKILL.md") or "/" not in path, \
                 f"{doc.name}: {target}"
+
+
+def test_every_registered_tool_is_in_the_skill_table():
+    """Both directions: a new tool must be introduced to the agent in SKILL.md's table."""
+    from rl_advisor.tools import TOOLS
+
+    registered = {spec.name for spec in TOOLS if not spec.cli_only}
+    named = _tool_table_names()
+    assert registered - named == set(), f"tools missing from SKILL.md's table: {sorted(registered - named)}"
+    assert named - registered == set(), f"SKILL.md's table names unknown tools: {sorted(named - registered)}"
+
+
+def test_tool_like_names_in_the_skill_are_real():
+    """Every snake_case name in SKILL.md that starts like a tool (choose_, budget_, run_, ...) is a
+    registered tool, one of the tools' parameters or a field of every answer, so prose never points at a stale name."""
+    import typing
+
+    from rl_advisor.tool_surface import VIEW_FIELDS
+    from rl_advisor.tools import available_tools
+
+    tools, params = set(), set(VIEW_FIELDS)
+    for spec, fn in available_tools():
+        tools.add(spec.name)
+        params |= set(typing.get_type_hints(fn)) - {"return"}
+    verbs = {name.split("_", 1)[0] for name in tools}
+    text = SKILL.read_text(encoding="utf-8")
+    found = set(re.findall(r"\b((?:%s)_[a-z_]*[a-z])\b" % "|".join(sorted(verbs)), text))
+    stale = sorted(found - tools - params)
+    assert not stale, f"SKILL.md names tool-like things that do not exist: {stale}"
