@@ -152,9 +152,10 @@ def _doc_resources(server: MCPServer) -> None:
         if path.is_file():
             entries.append((f"rl-advisor://{label}", label, str(path)))
     guide = root / "guide"
-    if guide.is_dir():
-        for path in sorted(guide.glob("*.md")):
-            entries.append((f"rl-advisor://guide/{path.stem}", f"guide/{path.stem}", str(path)))
+    if guide.is_dir():  # the topic pages and their generated tables (guide/reference/)
+        for path in sorted(guide.rglob("*.md")):
+            rel = path.relative_to(guide).with_suffix("").as_posix()
+            entries.append((f"rl-advisor://guide/{rel}", f"guide/{rel}", str(path)))
 
     def make_reader(file: str) -> Callable[[], str]:
         # A zero-argument handler: the SDK rejects parameters on a URI without {variables}.

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate the guide's tables from the tools' own data files (one source of truth).
 
-The guide carries blocks like::
+The generated tables live in guide/reference/ (linked from the prose pages, so each prose page
+stays short); they carry blocks like::
 
     <!-- BEGIN GENERATED: method-rules -->
     ...table generated from advisor/data/method_rules.yaml...
@@ -87,8 +88,8 @@ def guide_link(ref: str | None, here: str) -> str:
     page = path.removeprefix("guide/")
     if page == here:
         target = f"#{anchor}" if anchor else page
-    else:
-        target = page + (f"#{anchor}" if anchor else "")
+    else:  # pages under guide/reference/ link up to the prose pages
+        target = "../" * here.count("/") + page + (f"#{anchor}" if anchor else "")
     label = page.removesuffix(".md") + (f" §{anchor.split('-', 1)[0]}" if anchor[:1].isdigit() else "")
     return f"[{label}]({target})"
 
@@ -118,7 +119,7 @@ def gen_method_rules() -> str:
         roles = [r.value for r in m.roles] + [f"{r.value} (if learned)" for r in m.roles_if_learned_reward]
         rows.append([code(method.value), m.label, "online" if m.on_policy else "offline",
                      ", ".join(roles), requires, f"{m.base_score:g}",
-                     guide_link(m.guide_section, "decision-guides.md")])
+                     guide_link(m.guide_section, "reference/method-rules.md")])
     out.append(table(["method", "name", "kind", "resident roles", "feasible when", "prior", "guide"], rows))
     out.append("**Scoring rules**\n")
     rows = []
@@ -343,7 +344,7 @@ def blocks_in(text: str) -> list[str]:
 
 def regenerate_all() -> dict[Path, str]:
     """Every guide page (and SKILL.md) with its generated blocks freshly rendered."""
-    pages = sorted(GUIDE.glob("*.md")) + [REPO / "SKILL.md"]
+    pages = sorted(GUIDE.rglob("*.md")) + [REPO / "SKILL.md"]
     return {p: regenerate_text(p.read_text(encoding="utf-8")) for p in pages if p.is_file()}
 
 

@@ -249,7 +249,7 @@ def exists(n: Name) -> bool:
     return trl_has(n.name, n.scope)
 
 
-SKILL_DOCS = [REPO / "SKILL.md", *sorted(GUIDE.glob("*.md")), EXAMPLES]
+SKILL_DOCS = [REPO / "SKILL.md", *sorted(GUIDE.rglob("*.md")), EXAMPLES]
 
 
 def all_names() -> list[Name]:

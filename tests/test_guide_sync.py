@@ -38,7 +38,7 @@ regen = _load_regenerate_docs()
 # --------------------------------------------------------------------------- 1. generated blocks
 
 
-@pytest.mark.parametrize("page", sorted(GUIDE.glob("*.md")) + [REPO / "SKILL.md"],
+@pytest.mark.parametrize("page", sorted(GUIDE.rglob("*.md")) + [REPO / "SKILL.md"],
                          ids=lambda p: p.relative_to(REPO).as_posix())
 def test_generated_blocks_equal_a_fresh_regeneration(page):
     text = page.read_text(encoding="utf-8")
@@ -58,7 +58,7 @@ def _block(text: str, name: str) -> str:
 
 def test_every_block_has_a_generator_and_every_generator_is_used():
     used = set()
-    for page in GUIDE.glob("*.md"):
+    for page in GUIDE.rglob("*.md"):
         text = page.read_text(encoding="utf-8")
         names = regen.blocks_in(text)
         assert len(names) == len(set(names)), f"{page.name}: a block appears twice"
@@ -69,7 +69,7 @@ def test_every_block_has_a_generator_and_every_generator_is_used():
 
 def test_regeneration_changes_only_generated_blocks_and_reflects_the_data(monkeypatch, tmp_path):
     """A changed rule in the data changes the guide (the sync is real, not a copy of itself)."""
-    page = (GUIDE / "decision-guides.md").read_text(encoding="utf-8")
+    page = (GUIDE / "reference" / "method-rules.md").read_text(encoding="utf-8")
     data = yaml.safe_load((DATA / "method_rules.yaml").read_text(encoding="utf-8"))
     data["rules"][0]["rationale"] = "A rationale that exists only in this test."
     fake = tmp_path / "data"

@@ -77,7 +77,7 @@ def anchors(path: Path) -> set[str]:
 
 
 def markdown_files() -> list[Path]:
-    return [SKILL, REPO / "examples.md", *sorted(GUIDE.glob("*.md"))]
+    return [SKILL, REPO / "examples.md", *sorted(GUIDE.rglob("*.md"))]
 
 
 def links(path: Path) -> list[str]:
@@ -180,7 +180,7 @@ def test_cli_examples_in_the_skill_parse_with_the_real_cli():
 
     plan = REPO / "examples" / "plans" / "grpo-qwen2.5-7b-8xh100.yaml"
     commands = []
-    for doc in [SKILL, *sorted(GUIDE.glob("*.md"))]:
+    for doc in [SKILL, *sorted(GUIDE.rglob("*.md"))]:
         commands += re.findall(r"`(rl-advisor [^`]+)`", doc.read_text(encoding="utf-8"))
     assert len(commands) >= 10
     for cmd in sorted(set(commands)):
@@ -228,14 +228,21 @@ def test_every_relative_link_resolves(doc):
 
 
 def test_guide_pages_do_not_reference_deeper_than_the_skill_root():
-    """Guide pages link to siblings or to ../examples.md, never into the code tree."""
-    for doc in GUIDE.glob("*.md"):
+    """Guide pages link to siblings, to reference/ tables or to ../examples.md, never into the
+    code tree; reference pages link back up to the prose pages."""
+    for doc in GUIDE.rglob("*.md"):
+        in_reference = doc.parent.name == "reference"
         for target in links(doc):
             if re.match(r"^[a-z]+://", target):
                 continue
             path = target.split("#", 1)[0]
-            assert path in ("", "../examples.md", "../SKILL.md") or "/" not in path, \
-                f"{doc.name}: {target}"
+            if in_reference:
+                ok = path == "" or "/" not in path or re.fullmatch(r"\.\./[a-z-]+\.md", path) \
+                    or path in ("../../examples.md", "../../SKILL.md")
+            else:
+                ok = path in ("", "../examples.md", "../SKILL.md") or "/" not in path or \
+                    re.fullmatch(r"reference/[a-z-]+\.md", path)
+            assert ok, f"{doc.relative_to(GUIDE)}: {target}"
 
 
 def test_every_registered_tool_is_in_the_skill_table():
@@ -265,3 +272,24 @@ def test_tool_like_names_in_the_skill_are_real():
     found = set(re.findall(r"\b((?:%s)_[a-z_]*[a-z])\b" % "|".join(sorted(verbs)), text))
     stale = sorted(found - tools - params)
     assert not stale, f"SKILL.md names tool-like things that do not exist: {stale}"
+
+
+PROSE_TOKEN_LIMIT = 4000  # "readable on demand": about 4k tokens per prose page (issue #20)
+
+
+@pytest.mark.parametrize("page", sorted(GUIDE.glob("*.md")), ids=lambda p: p.name)
+def test_prose_pages_are_short_with_a_contents_line(page):
+    """Each prose page stays under about 4k tokens (4 characters a token, a common estimate for
+    English Markdown) and opens with a contents line linking every section, in order; generated
+    tables live in guide/reference/ and are linked, not inlined."""
+    text = page.read_text(encoding="utf-8")
+    assert len(text) / 4 < PROSE_TOKEN_LIMIT, f"{page.name}: ~{len(text) // 4} tokens"
+    assert "<!-- BEGIN GENERATED" not in text, f"{page.name}: move generated tables to guide/reference/"
+    body = re.sub(r"```.*?```", "", text, flags=re.S)
+    sections = [h.strip() for h in re.findall(r"^## (.+)$", body, re.M)]
+    if len(sections) < 2:
+        return
+    head = text.split("\n")[:4]
+    toc = next((line for line in head if line.startswith("**Contents:**")), None)
+    assert toc, f"{page.name}: no contents line at the top"
+    assert re.findall(r"\]\(#([^)]+)\)", toc) == [slug(s) for s in sections], f"{page.name}: stale contents"

@@ -15,14 +15,16 @@ from tests.conftest import REPO
 def expected_resources() -> dict[str, str]:
     out = {"rl-advisor://skill": (REPO / "SKILL.md").read_text(encoding="utf-8"),
            "rl-advisor://examples": (REPO / "examples.md").read_text(encoding="utf-8")}
-    for page in sorted((REPO / "guide").glob("*.md")):
-        out[f"rl-advisor://guide/{page.stem}"] = page.read_text(encoding="utf-8")
+    for page in sorted((REPO / "guide").rglob("*.md")):
+        rel = page.relative_to(REPO / "guide").with_suffix("").as_posix()
+        out[f"rl-advisor://guide/{rel}"] = page.read_text(encoding="utf-8")
     return out
 
 
 async def test_every_skill_file_is_listed_and_reads_back_identically():
     expected = expected_resources()
-    assert len(expected) == 16, sorted(expected)  # SKILL.md, examples.md and 14 guide topics
+    topics = len(list((REPO / "guide").glob("*.md")))
+    assert topics == 14 and len(expected) > 16, sorted(expected)  # + guide/reference tables
     async with Client(build_server()) as client:
         listed = {str(r.uri): r for r in (await client.list_resources()).resources}
         missing = sorted(set(expected) - set(listed))
