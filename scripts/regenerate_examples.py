@@ -57,6 +57,18 @@ EXAMPLES: tuple[Example, ...] = (
                "sizes count prompts, and `actor_rollout_ref.rollout.n` is the group size."),
     ),
     Example(
+        anchor="grpo-on-trl",
+        title="GRPO on TRL: Qwen2.5-1.5B-Instruct, math with a verifier, 8×H100 with colocated vLLM",
+        plan="grpo-qwen2.5-1.5b-trl-8xh100.yaml",
+        kinds=FRAMEWORK_KINDS,
+        intro=("The same task on TRL 1.16, for one node: `trl.GRPOTrainer` under `accelerate launch` "
+               "(the same YAML also runs as `trl grpo`) with ZeRO-2, vLLM colocated in the training processes (`vllm_mode: colocate`, "
+               "`vllm_gpu_memory_utilization` from the Plan's rollout fraction), `num_generations` "
+               "as the group size and `beta` as the KL coefficient (TRL's default is 0: no "
+               "reference model). GRPOConfig has no `max_prompt_length`, so that Plan field is "
+               "reported as not carried over."),
+    ),
+    Example(
         anchor="ppo-on-openrlhf",
         title="PPO on OpenRLHF: Llama-3.1-8B-Instruct with a reward model and a critic, 2×8×H100",
         plan="ppo-llama3.1-8b-openrlhf-2x8xh100.yaml",
@@ -158,13 +170,37 @@ def rendered_for(ex: Example):
     return plan_text, plan, render_config(plan, options=RenderOptions(**dict(ex.options)))
 
 
-def render_example(ex: Example) -> str:
+KNOBS_HEAD = "# Memory knobs:"
+
+
+def elide_knobs(content: str) -> str:
+    """The ``# Memory knobs:`` comment every artifact starts with (one line per knob of the Plan's
+    memory section), folded to one line: on this page it would repeat in every artifact."""
+    lines = content.split("\n")
+    if KNOBS_HEAD not in lines:
+        return content
+    i = lines.index(KNOBS_HEAD)
+    j = i + 1
+    while j < len(lines) and lines[j].startswith("#   "):
+        j += 1
+    folded = f"{KNOBS_HEAD} ({j - i - 1} lines, the Plan's memory section; not shown on this page)"
+    return "\n".join(lines[:i] + [folded] + lines[j:])
+
+
+def render_example(ex: Example, first_shown: dict[str, Example] | None = None) -> str:
+    """One section. A Plan already printed by an earlier section is linked, not printed again."""
     plan_text, plan, rendered = rendered_for(ex)
     stamp = rendered.stamp
     out = [f"## {ex.title}\n", f"{ex.intro}\n",
            f"Plan: [`examples/plans/{ex.plan}`](examples/plans/{ex.plan}) · rendered for "
-           f"{stamp.framework.value} {stamp.framework_version} by rl-advisor {stamp.rl_advisor_version}\n",
-           "<details><summary>The Plan</summary>\n", _fence(plan_text, "yaml"), "</details>\n"]
+           f"{stamp.framework.value} {stamp.framework_version} by rl-advisor {stamp.rl_advisor_version}\n"]
+    earlier = (first_shown or {}).get(ex.plan)
+    if earlier is not None:
+        out.append(f"The Plan is the one shown in [{earlier.title.split(':')[0]}](#{earlier.anchor}).\n")
+    else:
+        out += ["<details><summary>The Plan</summary>\n", _fence(plan_text, "yaml"), "</details>\n"]
+        if first_shown is not None:
+            first_shown[ex.plan] = ex
     if ex.ray_resources:
         from advisor.placement.resources import ray_resources
 
@@ -174,7 +210,7 @@ def render_example(ex: Example) -> str:
     if not shown:
         raise SystemExit(f"{ex.plan}: render_config produced no artifact of kinds {ex.kinds}")
     for artifact in shown:
-        out += [f"### `{artifact.name}`\n", _fence(artifact.content, FENCE.get(artifact.format, ""))]
+        out += [f"### `{artifact.name}`\n", _fence(elide_knobs(artifact.content), FENCE.get(artifact.format, ""))]
     if rendered.not_carried:
         out.append("Not carried over (no equivalent in this framework):\n")
         out += [f"- `{n.field}` = `{n.value!r}`: {n.reason}" for n in rendered.not_carried]
@@ -189,7 +225,8 @@ def render_example(ex: Example) -> str:
 HEADER = """# Examples: real artifacts rendered by rl-advisor
 
 Every file below was produced by `render_config` from a Plan in `examples/plans/`; nothing was
-typed by hand. Regenerate with `python scripts/regenerate_examples.py` (or `make examples`). The
+typed by hand (one comment block is folded: the `# Memory knobs:` list every artifact starts
+with, which repeats the Plan's memory section). Regenerate with `python scripts/regenerate_examples.py` (or `make examples`). The
 test suite checks that this page is byte-identical to a fresh regeneration and that every
 artifact, key and flag on it is accepted by the pinned releases (veRL 0.9.1 Hydra schema,
 OpenRLHF 0.11.2 argument parsers, TRL 1.16.0 config classes, KubeRay and Kueue CRD schemas).
@@ -205,8 +242,9 @@ def build() -> str:
     toc = ["Contents:\n"] + [f"{i}. [{ex.title.split(':')[0]}](#{ex.anchor})"
                              for i, ex in enumerate(EXAMPLES, 1)] + [""]
     sections = []
-    for i, ex in enumerate(EXAMPLES, 1):
-        sections.append(f'<a id="{ex.anchor}"></a>\n\n' + render_example(ex))
+    first_shown: dict[str, Example] = {}
+    for ex in EXAMPLES:
+        sections.append(f'<a id="{ex.anchor}"></a>\n\n' + render_example(ex, first_shown))
     return HEADER + "\n".join(toc) + "\n" + "\n".join(sections)
 
 

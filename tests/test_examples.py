@@ -425,8 +425,12 @@ def test_examples_cover_the_six_required_artifacts():
     assert "kind: RayJob" in text and "kueue.x-k8s.io/queue-name" in text
     assert "STRICT_PACK" in text or "PACK" in text
     kinds = {ex.anchor for ex in regen.EXAMPLES}
-    assert kinds == {"grpo-on-verl", "ppo-on-openrlhf", "dpo-on-trl", "ray-placement",
+    assert kinds == {"grpo-on-verl", "grpo-on-trl", "ppo-on-openrlhf", "dpo-on-trl", "ray-placement",
                      "kuberay-rayjob-with-kueue", "reward-model-recipe"}
+    assert "trl.scripts.grpo" in text or "trl grpo" in text or "GRPOConfig" in text
+    # no repeated blocks: the memory-knob comments are folded, each Plan printed once
+    assert "#   train_backend:" not in text
+    assert text.count("<summary>The Plan</summary>") == len({ex.plan for ex in regen.EXAMPLES})
     for ex in regen.EXAMPLES:
         assert (REPO / "examples" / "plans" / ex.plan).is_file(), ex.plan
 
