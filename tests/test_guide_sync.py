@@ -316,3 +316,41 @@ def test_constants_named_in_the_memory_prose_exist():
              if re.search(r"_(per_element|tokens|gib|fraction|factor|per_param)$", n)}
     assert len(named) >= 4, named
     assert named <= set(constants), f"not in memory_constants.yaml: {sorted(named - set(constants))}"
+
+
+# --------------------------------------------------------------------------- 4. openable sources
+
+# Files a user of the package cannot open: the project's research notes and its dev cases.
+UNSHIPPED = re.compile(r"(?<![\w/-])(?:diagnosis-rules\.md|perf-anchors\.md|research/[\w./-]+|"
+                       r"cases? (?:verl|trl|nemorl|openrlhf|simplerl|easyr1|rllm|sglang|tinyzero)-[\w-]+)")
+
+
+def _source_fields(node, path=""):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("source", "sources") and isinstance(value, (str, list)):
+                yield f"{path}.{key}", " ".join(value) if isinstance(value, list) else value
+            else:
+                yield from _source_fields(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _source_fields(value, f"{path}[{i}]")
+
+
+@pytest.mark.parametrize("name", ["diagnosis_rules.yaml", "diagnosis_signatures.yaml",
+                                  "diagnosis_taxonomy.yaml", "method_rules.yaml"])
+def test_diagnosis_and_method_sources_are_openable(name):
+    """A finding's or a method's source is a paper, framework doc/code or issue, never a file that
+    does not ship (the project's research notes, its dev cases)."""
+    data = yaml.safe_load((DATA / name).read_text(encoding="utf-8"))
+    bad = [(where, text) for where, text in _source_fields(data) if UNSHIPPED.search(text)]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("page", sorted(GUIDE.glob("*.md")) + [REPO / "SKILL.md"] +
+                         [GUIDE / "reference" / f"{n}.md" for n in ("diagnosis-rules", "diagnosis-signatures",
+                                                                     "diagnosis-taxonomy", "method-rules")],
+                         ids=lambda p: p.relative_to(REPO).as_posix())
+def test_guide_pages_cite_nothing_unshipped(page):
+    found = UNSHIPPED.findall(page.read_text(encoding="utf-8"))
+    assert not found, f"{page.name} cites files a user cannot open: {found}"
