@@ -80,12 +80,14 @@ RENDERABLE_FRAMEWORKS = frozenset({Framework.VERL, Framework.OPENRLHF, Framework
 
 
 class Role(StrEnum):
-    """The four model roles of RLHF (guide: the loop and the four roles)."""
+    """The roles of an RLHF step: the four models (guide: the loop and the four roles) and the
+    rollout engine that serves the policy's weights."""
 
     POLICY = "policy"
     REFERENCE = "reference"
     REWARD = "reward"
     CRITIC = "critic"
+    ROLLOUT = "rollout"
 
 
 class TaskKind(StrEnum):

@@ -25,24 +25,11 @@ class PlanCheck(BaseModel):
 
 
 def resident_roles(plan: Plan) -> list[str]:
-    """Roles whose weights a step needs, following the guide's role table.
+    """Roles whose weights a step needs on the trainers (advisor.resolve.roles_in_play, less the
+    rollout engine)."""
+    from advisor.resolve import resolve
 
-    PPO: policy, reference (when KL is used), reward model (when learned), critic.
-    GRPO family: policy, reference when kl_coef > 0, reward model when learned.
-    DPO/KTO: policy + reference (implicit in the loss); ORPO/SimPO: policy only.
-    """
-    roles = ["policy"]
-    kl = plan.algorithm.kl_coef
-    if plan.method in ONLINE_METHODS:
-        if kl is None or kl > 0:
-            roles.append("reference")
-        if plan.reward is not None:
-            roles.append("reward")
-        if plan.method == Method.PPO:
-            roles.append("critic")
-    elif plan.method in (Method.DPO, Method.KTO):
-        roles.append("reference")
-    return roles
+    return [r.value for r in resolve(plan).trainer_roles]
 
 
 def validate_plan(plan: Plan) -> PlanCheck:

@@ -26,11 +26,10 @@ from advisor.memory.roles import RoleSetup, backend_of, state_bytes
 from advisor.memory.terms import (GIB, backward_working_bytes_per_token,
                                   forward_working_bytes_per_token, logits_bytes, param_parts,
                                   stored_activation_bytes_per_token)
-from advisor.plan import Framework, Method, Plan, RoleModel
-from advisor.plan_check import resident_roles
+from advisor.plan import Framework, Method, Plan, Role
+from advisor.resolve import ResolvedPlan, resolve
 
 TRAINER_ROLES = ("policy", "reference", "reward", "critic")
-PAIRED_METHODS = (Method.DPO, Method.ORPO, Method.SIMPO)
 SYNC_BUCKET_GIB = 2.0
 """Weight-sync bucket cap: veRL checkpoint_engine.update_weights_bucket_megabytes default 2048."""
 
@@ -47,47 +46,20 @@ class PoolSetup:
 # --------------------------------------------------------------------------- set-up
 
 
-def _pools(plan: Plan, roles: list[str], notes: list[str]) -> list[PoolSetup]:
-    online = plan.is_online
-    if not plan.placement.pools:
-        rs = list(roles) + (["rollout"] if online else [])
-        return [PoolSetup("all", plan.hardware.total_gpus, plan.hardware.gpus_per_node, rs, online)]
-    out = [PoolSetup(p.name, p.gpus, p.gpus_per_node, [r for r in p.roles], "rollout" in p.roles)
-           for p in plan.placement.pools]
-    placed = {r for p in out for r in p.roles}
-    home = next((p for p in out if "policy" in p.roles), out[0])
-    for r in roles:
-        if r not in placed:
-            home.roles.append(r)
-            notes.append(f"role {r} is not in any placement pool; counted in pool {home.name}")
-    if online and "rollout" not in placed:
-        home.roles.append("rollout")
-        home.engine = True
-        notes.append(f"no pool lists the rollout engine; it is colocated in pool {home.name}")
-    return out
-
-
-def _role_model(plan: Plan, role: str) -> RoleModel:
-    rm = getattr(plan, role)
-    return rm if rm is not None else plan.policy
-
-
-def _resolve_spec(rm: RoleModel, field: str):
-    from advisor.catalog import resolve_role_model  # H1's catalog; imported lazily
-
-    return resolve_role_model(rm, field)
+def _pools(rp: ResolvedPlan) -> list[PoolSetup]:
+    """The resolved pools (advisor.resolve holds the one default-pool rule)."""
+    return [PoolSetup(p.name, p.gpus, p.gpus_per_node, list(p.roles), p.engine) for p in rp.pools]
 
 
 def _setup_role(plan: Plan, role: str, pool: PoolSetup, notes: list[str]) -> RoleSetup:
-    rm = _role_model(plan, role)
-    field = role if getattr(plan, role) is not None else "policy"
-    spec = _resolve_spec(rm, field)
-    trains = role in ("policy", "critic")
-    if plan.method == Method.REWARD_MODEL:
-        trains = role == "policy"
+    rp = resolve(plan)
+    info = rp.role_info[Role(role)]
+    rm = info.model
+    spec = rp.specs[Role(role)]
+    trains = info.trains
     backend = backend_of(plan)
     knobs = plan.memory
-    par = rm.parallel if getattr(plan, role) is not None else plan.policy.parallel
+    par = info.parallel
     if backend == "fsdp":
         shard = par.fsdp_size if par.fsdp_size > 0 else pool.gpus
     elif backend == "deepspeed":
@@ -96,19 +68,7 @@ def _setup_role(plan: Plan, role: str, pool: PoolSetup, notes: list[str]) -> Rol
         shard = max(1, pool.gpus // (par.tp * par.pp * par.cp))
     else:
         shard = 1
-    if role == "policy":
-        p_off = knobs.param_offload or rm.param_offload
-        o_off = knobs.optimizer_offload or rm.optimizer_offload
-    elif role == "reference":
-        p_off = knobs.ref_offload or (plan.reference is not None and plan.reference.param_offload)
-        o_off = False
-    elif role == "critic":
-        own = plan.critic
-        p_off = knobs.param_offload or (own is not None and own.param_offload)
-        o_off = knobs.optimizer_offload or (own is not None and own.optimizer_offload)
-    else:
-        p_off = rm.param_offload
-        o_off = False
+    p_off, o_off = info.param_offload, info.optimizer_offload
     lora = knobs.lora_rank if role == "policy" else 0
     setup = RoleSetup(
         name=role, spec=spec, parts=param_parts(spec), trains=trains, backend=backend,
@@ -116,7 +76,7 @@ def _setup_role(plan: Plan, role: str, pool: PoolSetup, notes: list[str]) -> Rol
         pool_gpus=pool.gpus, shard=shard, tp=par.tp if backend in ("megatron", "deepspeed") else 1,
         pp=par.pp if backend == "megatron" else 1, cp=par.cp, ep=par.ep, sp=par.sp,
         lora_rank=lora, qlora=knobs.qlora and role == "policy",
-        param_offload=p_off, optimizer_offload=o_off and trains,
+        param_offload=p_off, optimizer_offload=o_off,
         state=state_bytes(plan, rm, trains, backend))
     if role == "reference" and knobs.lora_rank and plan.framework in (Framework.VERL, Framework.TRL) \
             and (plan.reference is None or plan.reference.model == plan.policy.model):
@@ -143,21 +103,21 @@ def micro_tokens(plan: Plan, role: RoleSetup, training: bool = True) -> tuple[fl
     Either way a micro-batch cannot hold more than its data-parallel rank has: the mini-batch
     (update) or the whole batch (log-prob/value forwards) x n responses, split over the ranks —
     a 24k-token budget on a rank that only gets 12k tokens per mini-batch packs 12k."""
-    d = plan.data
+    b = resolve(plan).batch
     seq, how = _seq_tokens(plan)
     split = role.sp * role.cp
-    n = (plan.algorithm.group_size or 1) if plan.is_online else 1
-    pair = 2 if plan.method in PAIRED_METHODS else 1
+    n, pair = b.n, b.pair
     width = role.sp * role.cp * (role.tp * role.pp if role.backend == "megatron" else 1)
     ranks = max(1, role.pool_gpus // width)
-    prompts = (d.mini_batch_size or d.train_batch_size) if training else d.train_batch_size
+    prompts = b.mini_batch if training else b.prompts
     rank_tokens = prompts * n * pair * seq / ranks / split
     one_seq = pair * seq / split
-    if d.use_dynamic_bsz and d.max_token_len_per_gpu:
-        t = max(min(float(d.max_token_len_per_gpu), rank_tokens), one_seq)
-        bound = " (bounded by the rank's share of the batch)" if t < d.max_token_len_per_gpu else ""
-        return t, f"dynamic batching: max_token_len_per_gpu {d.max_token_len_per_gpu}{bound}; {how}"
-    micro = d.micro_batch_size_per_gpu or 1
+    if b.dynamic:
+        budget = b.max_token_len_per_gpu
+        t = max(min(float(budget), rank_tokens), one_seq)
+        bound = " (bounded by the rank's share of the batch)" if t < budget else ""
+        return t, f"dynamic batching: max_token_len_per_gpu {budget}{bound}; {how}"
+    micro = b.micro_per_gpu
     t = max(min(micro * pair * seq / split, rank_tokens), one_seq)
     return t, f"{micro} seq{' x2 (pairs)' if pair == 2 else ''} x {seq:g} tok / (sp {role.sp} x cp {role.cp}); {how}"
 
@@ -165,14 +125,11 @@ def micro_tokens(plan: Plan, role: RoleSetup, training: bool = True) -> tuple[fl
 def micro_batches_per_step(plan: Plan, role: RoleSetup) -> int:
     """Micro-batches one data-parallel rank runs per optimizer step (gradient-accumulation steps):
     the rank's share of the mini-batch divided by the tokens of one micro-batch (micro_tokens)."""
-    d = plan.data
+    b = resolve(plan).batch
     seq, _ = _seq_tokens(plan)
-    n = (plan.algorithm.group_size or 1) if plan.is_online else 1
-    pair = 2 if plan.method in PAIRED_METHODS else 1
     width = role.sp * role.cp * (role.tp * role.pp if role.backend == "megatron" else 1)
     ranks = max(1, role.pool_gpus // width)
-    prompts = d.mini_batch_size or d.train_batch_size
-    rank_tokens = prompts * n * pair * seq / ranks / (role.sp * role.cp)
+    rank_tokens = b.mini_batch_sequences * seq / ranks / (role.sp * role.cp)
     t, _ = micro_tokens(plan, role)
     return max(1, math.ceil(rank_tokens / t - 1e-9))
 
@@ -330,8 +287,8 @@ def _engine(plan: Plan, pool: PoolSetup, roles: dict[str, RoleSetup], cap: float
         return vllm_footprint(spec, params, ro, frac, cap, max_seq, quant)
     if ro.engine == "sglang":
         return sglang_footprint(spec, params, ro, frac, max(cap - resident_at_wake, 0.0), max_seq, quant)
-    n = plan.algorithm.group_size or 1
-    gen = max(1, (plan.data.micro_batch_size_per_gpu or 1) * n)
+    b = resolve(plan).batch
+    gen = max(1, b.micro_per_gpu * b.n)
     return hf_generate_footprint(spec, gen, max_seq)
 
 
@@ -374,16 +331,14 @@ def build_ledger(plan: Plan) -> MemoryBudget:
     cap = gpu.hbm_gib * const("usable_hbm_fraction")
     notes: list[str] = []
     assumptions: list[str] = []
-    needed = resident_roles(plan)
-    if plan.method == Method.REWARD_MODEL:
-        needed = ["policy"]
-    pools = _pools(plan, needed, notes)
+    rp = resolve(plan)
+    notes += list(rp.notes)
+    needed = [r.value for r in rp.trainer_roles]
+    pools = _pools(rp)
     role_pool = {r: p for p in pools for r in p.roles if r in TRAINER_ROLES}
     setups = {r: _setup_role(plan, r, role_pool[r], notes) for r in needed}
     seq, seq_note = _seq_tokens(plan)
     assumptions.append(f"sequence length for activations: {seq_note}")
-    if not plan.data.micro_batch_size_per_gpu and not plan.data.use_dynamic_bsz:
-        assumptions.append("data.micro_batch_size_per_gpu unset: 1 sequence per GPU per micro-batch")
     assumptions.append(f"usable HBM {cap:.2f} GiB = {gpu.hbm_gib:g} x {const('usable_hbm_fraction'):g} ({gpu.name})")
 
     entropy = plan.algorithm.entropy_coeff > 0

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from advisor.plan import Parallelism, Placement, Plan, Pool
+from advisor.resolve import resolve
 
 POW2 = (1, 2, 4, 8, 16, 32, 64)
 
@@ -33,9 +34,7 @@ class Layout:
 
 
 def training_roles(plan: Plan) -> list[str]:
-    from advisor.placement.timemodel import active_roles
-
-    return [r for r in active_roles(plan) if r != "rollout"]
+    return [r.value for r in resolve(plan).trainer_roles]
 
 
 def _rollout_shares(plan: Plan) -> list[tuple[int, int]]:
@@ -54,7 +53,7 @@ def _rollout_shares(plan: Plan) -> list[tuple[int, int]]:
 def layouts(plan: Plan) -> Iterator[Layout]:
     n, g = plan.hardware.nodes, plan.hardware.gpus_per_node
     train_roles = training_roles(plan)
-    online = plan.is_online
+    online = resolve(plan).online
     all_roles = train_roles + (["rollout"] if online else [])
     yield Layout(f"colocated {n * g} GPUs", "colocated", (Pool(name="all", nodes=n, gpus_per_node=g, roles=all_roles),))
     if not online:

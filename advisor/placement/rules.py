@@ -17,10 +17,10 @@ from typing import Any, Callable, Iterable
 from advisor import yamlio
 from advisor.placement.models import RuleViolation
 from advisor.plan import Method, ModelSpec, Plan, Pool
+from advisor.resolve import GROUP_METHODS, resolve
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "placement_rules.yaml"
 
-GROUP_METHODS = {Method.GRPO, Method.DR_GRPO, Method.DAPO, Method.RLOO, Method.GSPO}
 TRAIN_ROLES = ("policy", "reference", "reward", "critic")
 
 
@@ -45,7 +45,7 @@ class Context:
 
     @property
     def n(self) -> int:
-        return self.plan.algorithm.group_size or 1
+        return resolve(self.plan).batch.n
 
     def parallel(self, role: str):
         rm = getattr(self.plan, role, None)
@@ -383,16 +383,15 @@ def _gcd(a: int, b: int) -> int:
 
 
 def context_for(plan: Plan) -> Context:
-    from advisor.placement.timemodel import active_roles, pools_of, role_spec
+    """The resolved roles and model specs; the pools as the plan lists them (so a role missing
+    from every listed pool is reported, not silently placed), else the one default pool."""
+    from advisor.placement.timemodel import pools_of
 
-    roles = active_roles(plan)
-    specs: dict[str, ModelSpec] = {}
-    for role in roles:
-        if role == "rollout":
-            specs["rollout"] = role_spec(plan, "policy")[0]
-        elif role != "reward" or plan.reward is not None:
-            specs[role] = role_spec(plan, role)[0]
-    return Context(plan=plan, pools=pools_of(plan), roles=roles, specs=specs)
+    rp = resolve(plan)
+    roles = [r.value for r in rp.roles]
+    specs: dict[str, ModelSpec] = {r.value: s for r, s in rp.specs.items()}
+    pools = list(plan.placement.pools) if plan.placement.pools else pools_of(plan)
+    return Context(plan=plan, pools=pools, roles=roles, specs=specs)
 
 
 def check_plan(plan: Plan, ctx: Context | None = None) -> list[RuleViolation]:

@@ -46,7 +46,8 @@ from typing import Any
 from advisor import yamlio
 from advisor.errors import AdvisorError
 from advisor.placement.models import PhaseTime, StepTime
-from advisor.plan import Method, ModelSpec, OFFLINE_METHODS, Parallelism, Plan, Pool, RoleModel
+from advisor.plan import ModelSpec, Parallelism, Plan, Pool, Role, RoleModel
+from advisor.resolve import resolve
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "time_model.yaml"
 GIB = 1024 ** 3
@@ -175,18 +176,11 @@ def arch_for(spec: ModelSpec, dtype: str = "bf16", quantization: str = "none") -
 
 
 def role_spec(plan: Plan, role: str) -> tuple[ModelSpec, RoleModel]:
-    """The model of a role; reference and critic default to the policy's weights."""
-    from advisor.catalog import resolve_role_model
-
-    rm = getattr(plan, role, None)
-    if rm is None:
-        if role == "reward":
-            raise AdvisorError("no reward model in the plan", field="plan.reward")
-        rm = plan.policy
-        field = "plan.policy"
-    else:
-        field = f"plan.{role}"
-    return resolve_role_model(rm, field), rm
+    """The model of a role (resolved once by advisor.resolve); reference and critic default to the
+    policy's weights."""
+    rp = resolve(plan)
+    rm = getattr(plan, role, None) or plan.policy
+    return rp.spec(role), rm
 
 
 # --------------------------------------------------------------------------- lengths
@@ -396,16 +390,10 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
 
 
 def pools_of(plan: Plan) -> list[Pool]:
-    """The plan's pools; an empty placement means one pool of every GPU holding every role."""
-    if plan.placement.pools:
-        return list(plan.placement.pools)
-    roles: list[str] = ["policy", "reference", "rollout"]
-    if plan.reward is not None:
-        roles.append("reward")
-    if plan.method == Method.PPO:
-        roles.append("critic")
-    return [Pool(name="all", nodes=plan.hardware.nodes, gpus_per_node=plan.hardware.gpus_per_node,
-                 roles=roles)]
+    """The plan's resolved pools (advisor.resolve holds the one default-pool rule)."""
+    # model_construct: a listed pool may hold no role in play (its GPUs still count)
+    return [Pool.model_construct(name=p.name, nodes=p.nodes, gpus_per_node=p.gpus_per_node, roles=list(p.roles))
+            for p in resolve(plan).pools]
 
 
 def pool_of(pools: list[Pool], role: str) -> Pool | None:
@@ -475,13 +463,8 @@ def weight_sync_time(plan: Plan, pol: Arch, dev: Device, policy_pool: Pool, roll
 
 
 def active_roles(plan: Plan) -> list[str]:
-    """Roles that do work in a step (the guide's role table via plan_check.resident_roles)."""
-    from advisor.plan_check import resident_roles
-
-    roles = list(resident_roles(plan))
-    if plan.is_online:
-        roles.append("rollout")
-    return roles
+    """Roles that do work in a step, the rollout engine included (advisor.resolve)."""
+    return [r.value for r in resolve(plan).roles]
 
 
 def predict_step(plan: Plan, factors: dict[str, float] | None = None,
@@ -497,9 +480,10 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
     roles = active_roles(plan)
     total_gpus = sum(p.gpus for p in pools)
     d = plan.data
-    n = (plan.algorithm.group_size or 1) if plan.is_online else 1
-    prompts = d.train_batch_size
-    seqs = prompts * n
+    batch = resolve(plan).batch
+    n = batch.n
+    prompts = batch.prompts
+    seqs = batch.sequences
     prompt_len = float(d.mean_prompt_length or max(1, round(d.max_prompt_length * constant("default_prompt_fill"))))
     prompt_len = min(prompt_len, d.max_prompt_length)
     resp_mean = float(d.mean_response_length or max(1, round(d.max_response_length * constant("default_response_fill"))))
@@ -511,17 +495,15 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         assumptions.append(f"mean response length {resp_mean:.0f} tokens assumed "
                            f"({constant('default_response_fill'):.0%} of max); set data.mean_response_length")
     dist = LengthDist(resp_mean, d.max_response_length, f["response_length_sigma"], f["response_clip_fraction"])
-    if plan.method in OFFLINE_METHODS:
-        seqs = prompts * (2 if plan.method in (Method.DPO, Method.ORPO, Method.SIMPO, Method.REWARD_MODEL) else 1)
     remove_padding = plan.memory.remove_padding
     seq_len = prompt_len + dist.mean if remove_padding else d.max_prompt_length + d.max_response_length
     tokens = seqs * seq_len
     # sum over sequences of s^2 (attention FLOPs)
     e_s2 = (prompt_len ** 2 + 2 * prompt_len * dist.mean + dist.second_moment()) if remove_padding else seq_len ** 2
     seq_sq = seqs * e_s2
-    micro_tokens = float(d.max_token_len_per_gpu or constant("default_max_token_len_per_gpu")) if d.use_dynamic_bsz \
-        else float(d.micro_batch_size_per_gpu or constant("default_micro_batch_per_gpu")) * seq_len
-    mini_batches = max(1, d.train_batch_size // (d.mini_batch_size or d.train_batch_size)) * plan.algorithm.epochs_per_batch
+    micro_tokens = float(batch.max_token_len_per_gpu) if batch.dynamic \
+        else float(batch.micro_per_gpu * batch.pair) * seq_len
+    mini_batches = batch.optimizer_steps
     phases: list[_Phase] = []
     pol_spec, pol_rm = role_spec(plan, "policy")
     pol = arch_for(pol_spec, pol_rm.dtype, pol_rm.quantization)
@@ -573,7 +555,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         p = pool_or_fail(role)
         spec, rm = role_spec(plan, role) if role != "policy" else (pol_spec, pol_rm)
         a = arch_for(spec, rm.dtype, rm.quantization) if role != "policy" else pol
-        par = rm.parallel if getattr(plan, role, None) is not None else plan.policy.parallel
+        par = resolve(plan).role_info[Role(role)].parallel
         secs, lower, bound = _compute_phase(a, dev, gpus=p.gpus, par=par, tokens=tokens, seq_sq=seq_sq, k=2.0,
                                             eta=eta_f, micro_tokens=micro_tokens, mini_batches=1,
                                             sharded_gather=sharded, grad_bytes=0.0, lora=False,
@@ -600,7 +582,8 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         else:
             spec, rm = role_spec(plan, role)
             a = arch_for(spec, rm.dtype, rm.quantization)
-        par = rm.parallel if getattr(plan, role, None) is not None else plan.policy.parallel
+        info = resolve(plan).role_info[Role(role)]
+        par = info.parallel
         # veRL FSDP keeps fp32 params, so its grads reduce in fp32; DeepSpeed/Megatron reduce bf16
         gb = a.params * (4.0 if mk.train_backend in ("fsdp", "fsdp2") else 2.0) if not lora else 0.0
         secs, lower, bound = _compute_phase(a, dev, gpus=p.gpus, par=par, tokens=tokens * plan.algorithm.epochs_per_batch,
@@ -618,9 +601,9 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         # params up at every optimizer step.
         moved = 0.0
         shard = a.params / p.gpus
-        if rm.param_offload or (role == "policy" and mk.param_offload):
+        if info.param_offload:
             moved += 2 * 2 * shard * 2.0
-        if (rm.optimizer_offload or (role == "policy" and mk.optimizer_offload)) and not lora:
+        if info.optimizer_offload and not lora:
             if mk.train_backend == "deepspeed":
                 moved += mini_batches * (2.0 + 2.0) * shard
             else:

@@ -1,5 +1,5 @@
-"""What every framework mapping shares: the support matrix, derived batch numbers, GPU pools,
-and a collector for the Plan settings that do not carry over."""
+"""What every framework mapping shares: the support matrix, the resolved batch numbers and GPU
+pools, and a collector for the Plan settings that do not carry over."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from advisor import yamlio
 from advisor.errors import AdvisorError, FieldProblem
 from advisor.plan import Framework, Method, Plan
 from advisor.render.models import NotCarried
+from advisor.resolve import ResolvedPool, resolve
 
 
 @cache
@@ -75,12 +76,10 @@ def rl_advisor_version() -> str:
 # --------------------------------------------------------------------------- derived numbers
 
 
-GROUP_METHODS = {Method.GRPO, Method.DR_GRPO, Method.GSPO, Method.DAPO, Method.RLOO}
-
-
 @dataclass
 class Derived:
-    """Numbers every mapping needs, with the defaults chosen when the Plan leaves them open."""
+    """The resolved batch numbers every mapping needs (advisor.resolve decides them once), plus
+    the render-only choice of DAPO's clip-higher."""
 
     n: int                 # responses per prompt
     train_batch: int       # prompts per step
@@ -95,68 +94,35 @@ class Derived:
 
 
 def derive(plan: Plan, notes: list[str]) -> Derived:
-    a, d = plan.algorithm, plan.data
-    if a.group_size is not None:
-        n = a.group_size
-    elif plan.method in GROUP_METHODS:
-        n = 8
-        notes.append("algorithm.group_size not set: rendered 8 responses per prompt")
-    else:
-        n = 1
-    micro = d.micro_batch_size_per_gpu
-    if micro is None:
-        micro = 1
-        if not d.use_dynamic_bsz:
-            notes.append("data.micro_batch_size_per_gpu not set: rendered 1 (raise it if memory allows)")
-    kl = a.kl_coef if a.kl_coef is not None else (0.001 if plan.method in GROUP_METHODS | {Method.PPO, Method.REINFORCE_PP} else 0.0)
+    rp = resolve(plan)
+    b, a = rp.batch, plan.algorithm
+    notes += list(rp.notes)
     clip_high = a.clip_ratio_high
     if plan.method == Method.DAPO and a.clip_ratio_high == a.clip_ratio_low:
         clip_high = 0.28
         notes.append("DAPO: algorithm.clip_ratio_high equals clip_ratio_low; rendered DAPO's clip-higher 0.28 "
                      "(Yu et al. 2025)")
-    return Derived(n=n, train_batch=d.train_batch_size, mini_batch=d.mini_batch_size or d.train_batch_size,
-                   micro=micro, gpus=plan.hardware.total_gpus, nodes=plan.hardware.nodes,
-                   gpus_per_node=plan.hardware.gpus_per_node, kl_coef=kl, use_ref=kl > 0, clip_high=clip_high)
+    return Derived(n=b.n, train_batch=b.prompts, mini_batch=b.mini_batch, micro=b.micro_per_gpu,
+                   gpus=plan.hardware.total_gpus, nodes=plan.hardware.nodes,
+                   gpus_per_node=plan.hardware.gpus_per_node, kl_coef=b.kl_coef,
+                   use_ref=rp.online and rp.uses_reference, clip_high=clip_high)
 
 
 # --------------------------------------------------------------------------- GPU pools
 
 
-@dataclass
-class PoolShape:
-    name: str
-    nodes: int
-    gpus_per_node: int
-    roles: list[str]
-
-    @property
-    def gpus(self) -> int:
-        return self.nodes * self.gpus_per_node
+def pools(plan: Plan) -> tuple[ResolvedPool, ...]:
+    """GPU pools of the plan, as resolved (advisor.resolve holds the one default-pool rule)."""
+    return resolve(plan).pools
 
 
-def pools(plan: Plan) -> list[PoolShape]:
-    """GPU pools of the plan: the explicit placement, else one pool of every GPU with every role.
-
-    H3's ``advisor.placement.resources`` will own the richer resource plan; until it lands this is
-    the one place that reads ``plan.placement.pools``.
-    """
-    if plan.placement.pools:
-        return [PoolShape(p.name, p.nodes, p.gpus_per_node, list(p.roles)) for p in plan.placement.pools]
-    roles = ["policy", "rollout"]
-    roles += [r for r in ("reference", "reward", "critic") if getattr(plan, r) is not None]
-    return [PoolShape("all", plan.hardware.nodes, plan.hardware.gpus_per_node, roles)]
-
-
-def pool_for(plan: Plan, role: str) -> PoolShape:
-    for p in pools(plan):
-        if role in p.roles:
-            return p
-    return pools(plan)[0]
+def pool_for(plan: Plan, role: str) -> ResolvedPool:
+    return resolve(plan).pool_of(role)
 
 
 def is_cpu(plan: Plan) -> bool:
     """A plan for a machine without accelerators (local smoke runs)."""
-    return plan.hardware.gpu.strip().lower() == "cpu"
+    return resolve(plan).is_cpu
 
 
 # --------------------------------------------------------------------------- not carried

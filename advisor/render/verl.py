@@ -196,9 +196,11 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> list[tuple[s
     elif a.dynamic_sampling:
         add(("algorithm.filter_groups.enable", True))
         add(("algorithm.filter_groups.metric", "acc"))
-    # trainer
-    add(("trainer.n_gpus_per_node", d.gpus_per_node))
-    add(("trainer.nnodes", d.nodes))
+    # trainer: veRL's global resource pool is trainer.nnodes x n_gpus_per_node (trainer_base.py
+    # resource_pool_spec); a standalone rollout pool comes on top of it, so this is the training pool
+    train_pool = pool_for(plan, "policy")
+    add(("trainer.n_gpus_per_node", train_pool.gpus_per_node))
+    add(("trainer.nnodes", train_pool.nodes))
     add(("trainer.logger", _loggers(plan)))
     add(("trainer.project_name", plan.logging.project))
     add(("trainer.experiment_name", plan.logging.experiment))

@@ -1,0 +1,240 @@
+"""One resolved Plan: memory, the time model, placement and render see the same roles, pools and
+batch numbers (issue: five modules used to decide the default pool five ways)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.memory import budget_memory
+from advisor.placement import ray_resources
+from advisor.placement.planner import evaluate_given
+from advisor.placement.rules import context_for
+from advisor.placement.timemodel import predict_step
+from advisor.plan import Framework, Method, Plan, Pool, Role, plan_from_yaml
+from advisor.plan_check import validate_plan
+from advisor.render.common import supported_pairs
+from advisor.render.renderer import render_config
+from advisor.resolve import resolve
+from tests.conftest import REPO
+
+EXAMPLES = sorted((REPO / "examples" / "plans").glob("*.yaml"))
+
+
+def _plan(**kw) -> Plan:
+    base = {"name": "t", "hardware": {"gpu": "H100", "gpus_per_node": 8, "nodes": 1},
+            "policy": {"model": "Qwen2.5-7B-Instruct"},
+            "data": {"train_batch_size": 64, "mini_batch_size": 32, "micro_batch_size_per_gpu": 2,
+                     "max_prompt_length": 512, "max_response_length": 512}}
+    base.update(kw)
+    return Plan.model_validate(base)
+
+
+# The three plans of the issue (empty placement.pools).
+ISSUE_PLANS = {
+    "ppo": _plan(method="ppo", framework="verl", reward={"model": "Qwen2.5-7B-Instruct"},
+                 algorithm={"kl_coef": 0.01}),
+    "grpo-kl0": _plan(method="grpo", framework="verl", algorithm={"kl_coef": 0.0, "group_size": 4},
+                      reward_function={"path": "r.py"}),
+    "dpo": _plan(method="dpo", framework="trl"),
+}
+
+
+def _all_plans() -> list[tuple[str, Plan]]:
+    out = [(k, p) for k, p in ISSUE_PLANS.items()]
+    out += [(p.stem, plan_from_yaml(p.read_text())) for p in EXAMPLES]
+    return out
+
+
+PLANS = _all_plans()
+
+
+def test_the_issue_plans_resolve_to_the_guide_role_table() -> None:
+    roles = {k: [r.value for r in resolve(p).roles] for k, p in ISSUE_PLANS.items()}
+    assert roles == {"ppo": ["policy", "reference", "reward", "critic", "rollout"],
+                     "grpo-kl0": ["policy", "rollout"],
+                     "dpo": ["policy", "reference"]}
+    for p in ISSUE_PLANS.values():
+        rp = resolve(p)
+        assert len(rp.pools) == 1 and rp.pools[0].gpus == 8
+        assert set(rp.pools[0].roles) == {r.value for r in rp.roles}
+
+
+def _pool_view(pools) -> dict[str, tuple[int, frozenset[str]]]:
+    return {p.name: (p.gpus, frozenset(p.roles)) for p in pools}
+
+
+@pytest.mark.parametrize("name,plan", PLANS, ids=[n for n, _ in PLANS])
+def test_memory_time_placement_render_see_the_same_run(name: str, plan: Plan) -> None:
+    rp = resolve(plan)
+    want_pools = _pool_view(rp.pools)
+    roles = {r.value for r in rp.roles}
+    b = rp.batch
+
+    # validate_plan
+    assert set(validate_plan(plan).resident_roles) == roles - {"rollout"}
+
+    # memory: one budget per pool with a role, holding the same roles
+    mem = budget_memory(plan)
+    assert {p.name: (p.gpus, frozenset(p.roles)) for p in mem.pools} == \
+        {k: v for k, v in want_pools.items() if v[1]}
+    mem_phases = {ph.phase for ph in mem.phases}
+    assert ("ref_log_prob" in mem_phases) == ("reference" in roles)
+    assert ("critic_update" in mem_phases) == ("critic" in roles)
+    assert ("rollout" in mem_phases) == ("rollout" in roles)
+
+    # time model: phases on the same pools, the same roles, the same tokens
+    t = predict_step(plan)
+    phases = {ph.phase: ph.pool for ph in t.phases}
+    assert t.total_gpus == rp.total_gpus
+    assert ("reference_forward" in phases) == ("reference" in roles)
+    assert ("critic_update" in phases) == ("critic" in roles)
+    assert ("rollout_decode" in phases) == ("rollout" in roles)
+    for phase, role in (("actor_update", "policy"), ("critic_update", "critic"),
+                        ("reference_forward", "reference"), ("rollout_decode", "rollout"),
+                        ("reward_forward", "reward")):
+        if phase in phases:
+            assert phases[phase] == rp.role_pool[Role(role)], phase
+
+    # placement: the rules, the candidate and the Ray resource plan
+    ctx = context_for(plan)
+    assert set(ctx.roles) == roles
+    cand, _ = evaluate_given(plan)
+    assert cand is not None
+    assert _pool_view(cand.pools) == want_pools
+    assert {m.pool: frozenset(m.roles) for m in cand.memory} == {k: v[1] for k, v in want_pools.items() if v[1]}
+    assert _pool_view(ray_resources(plan).pools) == want_pools
+
+    # render, for every framework that renders this method
+    for fw, method in supported_pairs():
+        if method != plan.method or fw == Framework.NEMO_RL:
+            continue
+        p = plan if plan.framework == fw else plan.model_copy(update={"framework": fw})
+        out = render_config(p, fw)
+        _check_render(fw, out, rp)
+
+
+def _argv(out, kind: str = "launch_script") -> list[str]:
+    return next(a.argv for a in out.artifacts if a.kind == kind and a.argv)
+
+
+def _flag(argv: list[str], flag: str) -> str | None:
+    return argv[argv.index(flag) + 1] if flag in argv else None
+
+
+def _check_render(fw: Framework, out, rp) -> None:
+    b, plan = rp.batch, rp.plan
+    roles = {r.value for r in rp.roles}
+    k8s = next(a for a in out.artifacts if a.kind == "k8s_manifest")
+    flavors = [d for d in k8s.data if d.get("kind") == "ResourceFlavor"]
+    assert {f["spec"]["nodeLabels"]["rl-advisor/pool"] for f in flavors} == {p.name for p in rp.pools}
+    if fw == Framework.VERL:
+        argv = _argv(out)
+        kv = dict(a.split("=", 1) for a in argv if "=" in a)
+        assert kv["data.train_batch_size"] == str(b.prompts)
+        assert kv["actor_rollout_ref.actor.ppo_mini_batch_size"] == str(b.mini_batch)
+        if rp.online:
+            assert kv["actor_rollout_ref.rollout.n"] == str(b.n)
+        if not b.dynamic:
+            assert kv["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"] == str(b.micro_per_gpu)
+        kl_used = kv.get("actor_rollout_ref.actor.use_kl_loss") == "true" or \
+            kv.get("algorithm.use_kl_in_reward") == "true"
+        assert kl_used == ("reference" in roles)
+        assert (kv.get("algorithm.adv_estimator") == "gae") == ("critic" in roles)
+        pol = rp.pool_of("policy")
+        assert kv["trainer.n_gpus_per_node"] == str(pol.gpus_per_node)
+        assert kv["trainer.nnodes"] == str(pol.nodes)
+    elif fw == Framework.OPENRLHF:
+        argv = _argv(out)
+        for role, flag in (("reference", "--ref.num_nodes"), ("critic", "--critic.num_nodes"),
+                           ("reward", "--reward.num_nodes")):
+            if plan.method in (Method.PPO, Method.GRPO, Method.DAPO, Method.RLOO, Method.REINFORCE_PP):
+                assert (flag in argv) == (role in roles), flag
+            if flag in argv:
+                assert _flag(argv, flag) == str(rp.pool_of(role).nodes)
+                assert _flag(argv, flag.replace("num_nodes", "num_gpus_per_node")) == \
+                    str(rp.pool_of(role).gpus_per_node)
+        if rp.online:
+            assert _flag(argv, "--rollout.batch_size") == str(b.prompts)
+            assert _flag(argv, "--rollout.n_samples_per_prompt") == str(b.n)
+            assert _flag(argv, "--train.batch_size") == str(b.mini_batch * b.n)
+        else:
+            assert _flag(argv, "--train.batch_size") == str(b.mini_batch)
+        if not b.dynamic:
+            assert _flag(argv, "--train.micro_batch_size") == str(b.micro_per_gpu)
+    elif fw == Framework.TRL:
+        cfg = next(a.data for a in out.artifacts if a.kind == "framework_config")
+        assert cfg["per_device_train_batch_size"] == b.micro_per_gpu
+        if rp.online:
+            assert cfg["num_generations"] == b.n
+        acc = next(a.data for a in out.artifacts if a.kind == "accelerate_config")
+        assert acc["num_processes"] == (1 if rp.is_cpu else rp.pool_of("policy").gpus)
+
+
+def test_explicit_pools_missing_a_role_place_it_with_the_policy_and_say_so() -> None:
+    plan = _plan(method="grpo", framework="verl", algorithm={"kl_coef": 0.001, "group_size": 4},
+                 reward_function={"path": "r.py"},
+                 placement={"mode": "split", "pools": [
+                     {"name": "train", "nodes": 1, "gpus_per_node": 6, "roles": ["policy"]},
+                     {"name": "gen", "nodes": 1, "gpus_per_node": 2, "roles": ["rollout"]}]})
+    rp = resolve(plan)
+    assert rp.role_pool[Role.REFERENCE] == "train"
+    assert any("reference" in n and "train" in n for n in rp.notes)
+    mem = budget_memory(plan)
+    assert {p.name: set(p.roles) for p in mem.pools} == {"train": {"policy", "reference"}, "gen": {"rollout"}}
+    t = predict_step(plan)
+    assert {ph.phase: ph.pool for ph in t.phases}["reference_forward"] == "train"
+    # the rule still reports the plan's own omission
+    from advisor.placement import check_plan
+    assert any(v.rule == "pools_cover_roles" and "reference" in v.message for v in check_plan(plan))
+
+
+def test_a_listed_role_that_is_not_in_play_is_not_counted() -> None:
+    plan = _plan(method="grpo", framework="verl", algorithm={"kl_coef": 0.0, "group_size": 4},
+                 reward_function={"path": "r.py"},
+                 placement={"pools": [Pool(name="all", nodes=1, gpus_per_node=8,
+                                           roles=["policy", "reference", "rollout"])]})
+    rp = resolve(plan)
+    assert rp.pools[0].roles == ("policy", "rollout")
+    assert any("reference" in n for n in rp.notes)
+    assert {p.name: set(p.roles) for p in budget_memory(plan).pools} == {"all": {"policy", "rollout"}}
+
+
+def test_batch_numbers_are_derived_once() -> None:
+    rp = resolve(_plan(method="grpo", framework="verl", reward_function={"path": "r.py"}))
+    b = rp.batch
+    assert (b.n, b.prompts, b.sequences, b.mini_batch, b.micro_per_gpu) == (8, 64, 512, 32, 2)
+    assert b.kl_coef == 0.001 and rp.uses_reference
+    assert b.optimizer_steps == 2 and b.dp == 8 and b.micro_steps == 32 * 8 // 8 // 2
+    assert any("group_size not set" in n for n in rp.notes)
+    dpo = resolve(ISSUE_PLANS["dpo"]).batch
+    assert (dpo.n, dpo.pair, dpo.sequences) == (1, 2, 128)
+
+
+def test_resolve_is_computed_once_per_plan() -> None:
+    p = ISSUE_PLANS["ppo"]
+    assert resolve(p) is resolve(p.model_copy(deep=True))
+    assert resolve(resolve(p)) is resolve(p)
+    with pytest.raises(Exception):
+        resolve(p).mode = "split"  # frozen
+
+
+def test_specs_come_through_the_catalog_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    import advisor.catalog as catalog
+
+    seen: list[str] = []
+    real = catalog.resolve_role_model
+
+    def spy(rm, field):
+        seen.append(field)
+        return real(rm, field)
+
+    monkeypatch.setattr(catalog, "resolve_role_model", spy)
+    plan = _plan(method="ppo", framework="verl", name="spy-plan", algorithm={"kl_coef": 0.02})
+    rp = resolve(plan)
+    assert rp.specs[Role.POLICY].hidden_size == 3584
+    assert rp.specs[Role.ROLLOUT] is rp.specs[Role.POLICY]
+    budget_memory(plan)
+    predict_step(plan)
+    assert sorted(seen) == ["plan.policy", "plan.policy", "plan.policy"]  # policy, reference, critic: once each
