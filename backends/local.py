@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from backends.follow import tail_lines
-from backends.protocol import BackendError, LaunchSpec, RunRecord, RunState, RunStatus
+from backends.protocol import CONSOLE_LOG, BackendError, LaunchSpec, RunRecord, RunState, RunStatus
 
 RUNNER = Path(__file__).resolve().with_name("runner.py")
-CONSOLE_LOG = "console.log"
 STOP_GRACE_S = 10.0
 
 # Popen objects of children started by this process, so they are reaped (no zombies in a

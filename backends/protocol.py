@@ -35,6 +35,9 @@ class RunState(StrEnum):
 
 TERMINAL_STATES = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.STOPPED})
 
+CONSOLE_LOG = "console.log"
+"""The run's stdout and stderr, interleaved, in ``<run_dir>/`` (written by the backend's supervisor)."""
+
 
 def utcnow() -> str:
     """ISO-8601 UTC timestamp with milliseconds (sortable as text)."""

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, StrictBool
 
 from advisor.errors import AdvisorError
 from advisor.plan import Plan, plan_from_dict, plan_to_yaml
-from backends.protocol import (BackendError, LaunchSpec, Resources, RunRecord, RunState,
+from backends.protocol import (CONSOLE_LOG, BackendError, LaunchSpec, Resources, RunRecord, RunState,
                                StatusEvent, utcnow)
 
 BackendName = Literal["local", "ray", "k8s"]
@@ -242,6 +242,18 @@ def _absolutize(plan: Plan, base: Path) -> Plan:
     return plan_from_dict(data)
 
 
+def _output_in_run_folder(plan: Plan, work: Path) -> Plan:
+    """A relative ``logging.output_dir`` made absolute under the run's working folder, so the
+    rendered script and the adapter name the same metric file and checkpoints however the
+    framework changes directory (veRL trains inside a Ray actor whose working directory is Ray's)."""
+    out = Path(plan.logging.output_dir).expanduser()
+    if out.is_absolute():
+        return plan
+    data = plan.model_dump(mode="json", exclude_none=True)
+    data["logging"]["output_dir"] = str((work / out).resolve())
+    return plan_from_dict(data)
+
+
 def _loopback(address: str) -> bool:
     from urllib.parse import urlparse
 
@@ -281,6 +293,7 @@ def prepare_launch(plan: Plan, backend: str, run_id: str, run_dir: Path,
     check = validate_plan(plan)
     if backend == "local" or (backend == "ray" and _loopback(options.get("address", ""))):
         plan = _absolutize(plan, Path.cwd())  # the run starts in its own folder on this machine
+        plan = _output_in_run_folder(plan, Path(run_dir) / "work")
     try:
         from advisor.render import render_config
     except ImportError:
@@ -370,7 +383,7 @@ def launch_run(plan: Plan, backend: BackendName = "local", confirm: StrictBool =
         framework=plan.framework.value, method=plan.method.value, state=RunState.PENDING,
         message="submitting", backend_ids=dict(spec.options.get("planned_ids", {})),
         plan_yaml=plan_to_yaml(plan), artifacts=artifacts, run_dir=str(run_dir),
-        log_paths={"console": str(run_dir / "console.log")}, metrics_paths=spec.metrics_files,
+        log_paths={"console": str(run_dir / CONSOLE_LOG)}, metrics_paths=spec.metrics_files,
         metrics_format=spec.metrics_format, options=options)
     reg = _registry()
     try:
@@ -391,7 +404,7 @@ def launch_run(plan: Plan, backend: BackendName = "local", confirm: StrictBool =
     result.run_id = run_id
     result.state = reg.get(run_id).state
     result.backend_ids = ids
-    result.log_path = str(run_dir / "console.log")
+    result.log_path = str(run_dir / CONSOLE_LOG)
     result.next_step = f"run_status / run_metrics / run_logs with run_id={run_id}"
     return result
 

@@ -238,3 +238,62 @@ def test_specs_come_through_the_catalog_lookup(monkeypatch: pytest.MonkeyPatch) 
     budget_memory(plan)
     predict_step(plan)
     assert sorted(seen) == ["plan.policy", "plan.policy", "plan.policy"]  # policy, reference, critic: once each
+
+
+# --------------------------------------------------------------------------- one artifact path
+
+
+def _exported(script: str, name: str) -> str:
+    import shlex
+
+    for line in script.splitlines():
+        if line.startswith("export "):
+            key, _, value = shlex.split(line[len("export "):])[0].partition("=")
+            if key == name:
+                return value
+    raise AssertionError(f"{name} is not exported by the launch script")
+
+
+@pytest.mark.parametrize("fw,method", [("verl", "grpo"), ("openrlhf", "grpo"), ("trl", "grpo"),
+                                       ("trl", "dpo"), ("openrlhf", "dpo")])
+def test_the_launch_script_writes_the_metrics_file_the_adapter_follows(fw: str, method: str) -> None:
+    import yaml
+
+    from rl_advisor.launch_tools import launch_run
+
+    plan = _plan(method=method, framework=fw, reward_function={"path": "r.py"} if method == "grpo" else None,
+                 algorithm={"group_size": 4})
+    res = launch_run(plan, backend="local")  # a dry run: renders and adapts, launches nothing
+    assert res.dry_run and len(res.metrics_paths) == 1
+    followed = Path(res.metrics_paths[0])
+    work = Path(res.working_dir)
+    if fw == "verl":
+        written = Path(_exported(res.launch_script, "VERL_FILE_LOGGER_PATH"))
+        assert written.is_absolute() and written == followed
+        assert written.is_relative_to(work)
+    elif fw == "trl":
+        from rl_advisor.launch_tools import prepare_launch
+
+        rendered, spec, _ = prepare_launch(plan, "local", "r1", Path(res.run_dir), {})
+        cfg = next(a for a in rendered.artifacts if a.kind == "framework_config")
+        entry = next(a for a in rendered.artifacts if a.kind == "entry_script")
+        name = next(ln.split("=", 1)[1].strip().strip("'\"") for ln in entry.content.splitlines()
+                    if ln.startswith("METRICS_FILE ="))
+        written = Path(yaml.safe_load(cfg.content)["output_dir"]) / name
+        assert written == Path(spec.metrics_files[0])
+    else:  # OpenRLHF writes no metric file: the console the backend captures is the source
+        from backends.protocol import CONSOLE_LOG
+
+        assert followed == Path(res.run_dir) / CONSOLE_LOG  # where backends.local sends stdout
+
+
+def test_the_remote_launch_keeps_the_output_dir_relative_and_the_same_file() -> None:
+    from rl_advisor.launch_tools import prepare_launch
+
+    plan = _plan(method="grpo", framework="verl", reward_function={"path": "r.py"})
+    run_dir = Path("/tmp/nonexistent-run")
+    rendered, spec, _ = prepare_launch(plan, "ray", "r2", run_dir, {"address": "http://10.0.0.1:8265"})
+    script = next(a for a in rendered.artifacts if a.kind == "launch_script").content
+    assert _exported(script, "VERL_FILE_LOGGER_PATH") == "outputs/metrics.jsonl"
+    assert spec.metrics_files == [str(run_dir / "work" / "outputs" / "metrics.jsonl")]
+    assert "VERL_FILE_LOGGER_PATH" not in spec.env  # the script owns it; no second value

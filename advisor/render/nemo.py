@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.plan import Method, Plan
+from advisor.plan import Framework, Method, Plan
 from advisor.render.common import Carry, Derived, pool_for
+from advisor.run_files import run_files
 
 SCRIPTS: dict[Method, tuple[str, str]] = {
     Method.GRPO: ("examples/run_grpo.py", "examples/configs/grpo_math_1B.yaml"),
@@ -106,7 +107,7 @@ def overrides(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> tuple[s
     if "wandb" in lg.backends:
         add(("logger.wandb.project", lg.project))
         add(("logger.wandb.name", lg.experiment))
-    add(("checkpointing.checkpoint_dir", lg.output_dir.rstrip("/") + "/checkpoints"))
+    add(("checkpointing.checkpoint_dir", run_files(plan, Framework.NEMO_RL).checkpoint_dir))
     if lg.save_freq > 0:
         add(("checkpointing.save_period", lg.save_freq))
     carry.drop("data.train_files", list(data.train_files),

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.plan import Method, Plan
+from advisor.plan import Framework, Method, Plan
 from advisor.render.common import Carry, Derived, pool_for
+from advisor.run_files import run_files
 from advisor.render.quoting import RefValue
 
 ESTIMATOR = {
@@ -95,7 +96,7 @@ def _logging(f: Flags, plan: Plan) -> None:
         f.set("--logger.wandb.project", lg.project)
         f.set("--logger.wandb.run_name", lg.experiment)
     if "tensorboard" in lg.backends:
-        f.set("--logger.tensorboard_dir", lg.output_dir.rstrip("/") + "/tensorboard")
+        f.set("--logger.tensorboard_dir", run_files(plan, Framework.OPENRLHF).tensorboard_dir)
 
 
 def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> Flags:
@@ -214,7 +215,7 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> Flags:
     _common_ds(f, plan, carry, "--actor.gradient_checkpointing_enable")
     # checkpoints and logs
     f.set("--ckpt.output_dir", plan.logging.output_dir)
-    f.set("--ckpt.path", plan.logging.output_dir.rstrip("/") + "/checkpoints")
+    f.set("--ckpt.path", run_files(plan, Framework.OPENRLHF).checkpoint_dir)
     if plan.logging.save_freq > 0:
         f.set("--ckpt.save_steps", plan.logging.save_freq)
     if plan.logging.test_freq > 0:
@@ -249,7 +250,7 @@ def _offline(plan: Plan, d: Derived, carry: Carry) -> Flags:
     f.switch("--ds.packing_samples", m.remove_padding and data.use_dynamic_bsz)
     _common_ds(f, plan, carry, "--model.gradient_checkpointing_enable")
     f.set("--ckpt.output_dir", plan.logging.output_dir)
-    f.set("--ckpt.path", plan.logging.output_dir.rstrip("/") + "/checkpoints")
+    f.set("--ckpt.path", run_files(plan, Framework.OPENRLHF).checkpoint_dir)
     if plan.logging.save_freq > 0:
         f.set("--ckpt.save_steps", plan.logging.save_freq)
     _logging(f, plan)

@@ -27,6 +27,7 @@ from advisor.render.loader import environment
 from advisor.render.models import Artifact, RenderedConfig, VersionStamp
 from advisor.render.options import RenderOptions
 from advisor.render.quoting import RefValue, hydra_override, remote_command, shell_join
+from advisor.run_files import METRICS_JSONL, run_files
 from advisor.secrets import is_secret
 
 
@@ -126,10 +127,6 @@ def _render(jenv: jinja2.Environment, template: str, **ctx: Any) -> str:
     return jenv.get_template(template).render(**ctx)
 
 
-def _join(dir_: str, name: str) -> str:
-    return dir_.rstrip("/") + "/" + name if dir_ else name
-
-
 # --------------------------------------------------------------------------- veRL
 
 
@@ -153,10 +150,11 @@ def _verl(plan, d, carry, notes, base, env):
         notes.append("veRL trains inside a Ray actor whose working directory is Ray's job directory: the "
                      f"relative logging.output_dir {plan.logging.output_dir!r} (checkpoints, metrics file) lands "
                      "there; use an absolute path to find them")
-    if "file" in plan.logging.backends or "jsonl" in plan.logging.backends:
-        extra["VERL_FILE_LOGGER_PATH"] = _join(plan.logging.output_dir, "metrics.jsonl")
-    if "tensorboard" in plan.logging.backends:
-        extra["TENSORBOARD_DIR"] = _join(plan.logging.output_dir, "tensorboard")
+    files = run_files(plan, Framework.VERL)
+    if files.metrics_file:
+        extra["VERL_FILE_LOGGER_PATH"] = files.metrics_file
+    if files.tensorboard_dir:
+        extra["TENSORBOARD_DIR"] = files.tensorboard_dir
     launch = Launch(launcher, argv, entry, _env(plan, extra), _secrets(plan))
     content = _render(env, "verl/run.sh.j2", **base, config_name=cfg, env=list(launch.env.items()),
                       secrets=launch.secrets, launcher=launcher, argv=argv)
@@ -185,13 +183,14 @@ def _trl(plan, d, carry, notes, base, env):
                  content=_render(env, "trl/accelerate.yaml.j2", **base, data=accel)),
         Artifact(name=TRL_ENTRY, kind="entry_script", format="python", framework=Framework.TRL,
                  entrypoint=entry["trainer"], data=entry,
-                 content=_render(env, "trl/train.py.j2", **base, metrics_file="metrics.jsonl", **entry)),
+                 content=_render(env, "trl/train.py.j2", **base, metrics_file=METRICS_JSONL, **entry)),
     ]
     launcher = ["accelerate", "launch", "--config_file", TRL_ACCEL, TRL_ENTRY]
     argv = ["--config", TRL_CONFIG]
     extra = {}
-    if "tensorboard" in plan.logging.backends:
-        extra["TENSORBOARD_LOGGING_DIR"] = _join(plan.logging.output_dir, "tensorboard")
+    files = run_files(plan, Framework.TRL)
+    if files.tensorboard_dir:
+        extra["TENSORBOARD_LOGGING_DIR"] = files.tensorboard_dir
     if any(".experimental." in entry[k] for k in ("trainer", "config_class")):
         extra["TRL_EXPERIMENTAL_SILENCE"] = "1"
     if is_cpu(plan):

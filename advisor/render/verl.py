@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.plan import Method, Plan
+from advisor.plan import Framework, Method, Plan
 from advisor.render.common import Carry, Derived, pool_for
+from advisor.run_files import run_files
 
 ESTIMATOR = {
     Method.PPO: "gae", Method.GRPO: "grpo", Method.DR_GRPO: "grpo", Method.GSPO: "grpo",
@@ -204,7 +205,7 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> list[tuple[s
     add(("trainer.logger", _loggers(plan)))
     add(("trainer.project_name", plan.logging.project))
     add(("trainer.experiment_name", plan.logging.experiment))
-    add(("trainer.default_local_dir", plan.logging.output_dir))
+    add(("trainer.default_local_dir", run_files(plan, Framework.VERL).checkpoint_dir))
     add(("trainer.save_freq", plan.logging.save_freq))
     add(("trainer.test_freq", plan.logging.test_freq))
     add(("trainer.total_epochs", data.epochs))
@@ -244,7 +245,7 @@ def _sft(plan: Plan, d: Derived, carry: Carry) -> list[tuple[str, Any]]:
         ("trainer.logger", _loggers(plan)),
         ("trainer.project_name", plan.logging.project),
         ("trainer.experiment_name", plan.logging.experiment),
-        ("trainer.default_local_dir", plan.logging.output_dir),
+        ("trainer.default_local_dir", run_files(plan, Framework.VERL).checkpoint_dir),
         ("trainer.save_freq", plan.logging.save_freq),
         ("trainer.total_epochs", data.epochs),
     ]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
 from backends.follow import FileFollower
-from backends.protocol import RunRecord
+from backends.protocol import CONSOLE_LOG, RunRecord
 
 if TYPE_CHECKING:
     from backends.protocol import LaunchSpec, Resources
@@ -180,8 +180,14 @@ def base_spec(rendered: Any, plan: Any, *, run_id: str, run_dir: Path, backend: 
                       options={**options, "planned_ids": planned})
 
 
-def output_path(plan: Any, work: Path, *parts: str) -> str:
-    """``logging.output_dir`` (relative to the working dir unless absolute) joined with parts."""
-    out = Path(plan.logging.output_dir)
-    base = out if out.is_absolute() else Path(work) / out
-    return str(base.joinpath(*parts))
+def metric_sources(plan: Any, framework: Any, run_dir: Path) -> tuple[list[str], str | None]:
+    """The files to follow for metrics and their reader format: the rendered run's metric file
+    (``advisor.run_files``, the value the launch script was rendered with, seen from the run's
+    working folder), else the run's console log."""
+    from advisor.run_files import run_files
+
+    files = run_files(plan, framework)
+    if files.metrics_file is None:
+        return [str(Path(run_dir) / CONSOLE_LOG)], files.metrics_format
+    p = Path(files.metrics_file)
+    return [str(p if p.is_absolute() else Path(run_dir) / "work" / p)], files.metrics_format

@@ -3,7 +3,8 @@
 
 Metrics: OpenRLHF writes no metric file of its own apart from TensorBoard/W&B; its PPO console
 prints ``Global step N: {...}`` lines, so the console log *is* the metric source (read with the
-``openrlhf_console`` reader). DPO/RM/SFT print only tqdm postfixes (research/frameworks.md §2.3).
+``openrlhf_console`` reader; ``advisor.run_files`` says so for render and adapter alike). DPO/RM/SFT
+print only tqdm postfixes (research/frameworks.md 2.3).
 """
 
 from __future__ import annotations
@@ -11,15 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from backends.adapters import base_spec
+from advisor.plan import Framework
+from advisor.run_files import METRICS_FORMATS
+from backends.adapters import base_spec, metric_sources
 
-METRICS_FORMAT = "openrlhf_console"
-LOG_FORMAT = "openrlhf_console"
+METRICS_FORMAT, LOG_FORMAT = METRICS_FORMATS[Framework.OPENRLHF]
 
 
 def launch_spec(rendered: Any, plan: Any, *, run_id: str, run_dir: Path, backend: str,
                 options: dict[str, Any]):
-    console = str(Path(run_dir) / "console.log")
+    files, fmt = metric_sources(plan, Framework.OPENRLHF, run_dir)
     return base_spec(rendered, plan, run_id=run_id, run_dir=run_dir, backend=backend,
-                     options=options, metrics_files=[console], metrics_format=METRICS_FORMAT,
+                     options=options, metrics_files=files, metrics_format=fmt,
                      log_format=LOG_FORMAT, creates_placement_groups=True)

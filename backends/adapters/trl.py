@@ -1,8 +1,9 @@
 """TRL: the rendered entry script (a TRL trainer plus the JSONL metrics callback) as entrypoint.
 
 Metrics: the callback writes ``<output_dir>/metrics.jsonl`` (one object per log step with
-``step`` and TRL's raw keys); the console carries TRL's dict lines as a fallback (remote Ray
-clusters, where the metric file is not on this machine).
+``step`` and TRL's raw keys; the path is ``advisor.run_files``'s, shared with the render); the
+console carries TRL's dict lines as a fallback (remote Ray clusters, where the metric file is not
+on this machine).
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from backends.adapters import base_spec, output_path
+from advisor.plan import Framework
+from advisor.run_files import METRICS_FORMATS
+from backends.adapters import base_spec, metric_sources
 
-METRICS_FILE = "metrics.jsonl"
-METRICS_FORMAT = "trl_jsonl"
-LOG_FORMAT = "trl_console"
+METRICS_FORMAT, LOG_FORMAT = METRICS_FORMATS[Framework.TRL]
 
 # Offline and quiet: no model hub on these machines, no telemetry, no tokenizer fork warnings.
 ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
@@ -24,7 +25,7 @@ ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE"
 
 def launch_spec(rendered: Any, plan: Any, *, run_id: str, run_dir: Path, backend: str,
                 options: dict[str, Any]):
-    work = Path(run_dir) / "work"
+    files, fmt = metric_sources(plan, Framework.TRL, run_dir)
     return base_spec(rendered, plan, run_id=run_id, run_dir=run_dir, backend=backend,
-                     options=options, metrics_files=[output_path(plan, work, METRICS_FILE)],
-                     metrics_format=METRICS_FORMAT, log_format=LOG_FORMAT, env=ENV)
+                     options=options, metrics_files=files, metrics_format=fmt,
+                     log_format=LOG_FORMAT, env=ENV)
