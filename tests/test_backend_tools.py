@@ -151,7 +151,7 @@ def test_every_backend_implements_the_protocol() -> None:
 
 
 @pytest.mark.parametrize("framework,metrics_suffix,fmt_env", [
-    ("verl", "verl_metrics.jsonl", "VERL_FILE_LOGGER_PATH"),
+    ("verl", "outputs/metrics.jsonl", "VERL_FILE_LOGGER_PATH"),
     ("openrlhf", "console.log", None),
 ])
 def test_dry_run_of_gpu_frameworks_on_ray(framework: str, metrics_suffix: str, fmt_env: str | None) -> None:
@@ -167,5 +167,6 @@ def test_dry_run_of_gpu_frameworks_on_ray(framework: str, metrics_suffix: str, f
     gpus = sum(b.get("GPU", 0) for b in res.resources.placement_bundles)
     assert gpus == plan.hardware.total_gpus
     assert res.metrics_paths and res.metrics_paths[0].endswith(metrics_suffix)
-    if fmt_env:
-        assert fmt_env in res.env_keys
+    if fmt_env:  # the launch script exports it, with the very path the adapter follows
+        assert f"export {fmt_env}={res.metrics_paths[0]}" in res.launch_script
+        assert fmt_env not in res.env_keys

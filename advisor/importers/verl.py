@@ -15,7 +15,7 @@ from advisor.importers import shell
 from advisor.importers.builder import PlanBuilder
 from advisor.importers.models import ImportResult
 from advisor.importers.tables import known_keys, maps
-from advisor.plan import Framework
+from advisor.plan import Framework, Hardware
 
 VERSION = "veRL 0.9.1"
 _OVERRIDE = re.compile(r"^(\+{0,2}|~)([A-Za-z_][A-Za-z0-9_.\-]*)=(.*)$", re.S)
@@ -182,22 +182,30 @@ def _placement(b: PlanBuilder) -> None:
     ex = b.extra
     mode = ex.get("trainer_mode")
     if mode in ("separate_async", "colocate_async"):
-        b.set("rollout.async_mode", "one_step_off")
+        b.set("placement.mode", "one_step_off")
         b.notes.append(f"trainer.v1.trainer_mode={mode}: generation overlaps training (one_step_off)")
     elif mode is not None:
         b.not_understood.append(f"trainer.v1.trainer_mode={mode} (no Plan equivalent)")
     if ex.get("hybrid_engine") is False:
-        gpn = b.get("hardware.gpus_per_node") or 8
-        nodes = b.get("hardware.nodes") or 1
-        rn, rg = ex.get("pool.rollout.nodes", 1), ex.get("pool.rollout.gpus_per_node", gpn)
-        train_gpus = gpn * nodes - rn * rg
-        if train_gpus <= 0:
-            b.not_understood.append(f"rollout pool of {rn}x{rg} GPUs leaves none for training")
-            return
-        tn = max(1, -(-train_gpus // gpn))
+        # veRL's global pool is trainer.nnodes x n_gpus_per_node; the standalone rollout pool
+        # (rollout.nnodes x n_gpus_per_node) comes on top of it (trainer_base.py resource_pool_spec)
+        tg = b.get("hardware.gpus_per_node") or 8
+        tn = b.get("hardware.nodes") or 1
+        rn, rg = ex.get("pool.rollout.nodes", 1), ex.get("pool.rollout.gpus_per_node", tg)
+        node = Hardware.model_fields["gpus_per_node"].default
+        if tn == rn and tg + rg <= node:
+            b.set("hardware.gpus_per_node", tg + rg)
+            b.set("hardware.nodes", tn)
+            b.notes.append(f"standalone rollout: {rn} x {rg} rollout GPUs beside {tn} x {tg} training GPUs "
+                           f"on the same {tn} node(s) of {tg + rg}")
+        else:
+            b.set("hardware.gpus_per_node", max(tg, rg))
+            b.set("hardware.nodes", tn + rn)
+            b.notes.append(f"standalone rollout: {rn} node(s) x {rg} rollout GPUs and {tn} node(s) x {tg} "
+                           "training GPUs on separate nodes")
         b.set("placement", {"mode": "one_step_off" if mode == "separate_async" else "split", "pools": [
             {"name": "rollout", "nodes": rn, "gpus_per_node": rg, "roles": ["rollout"]},
-            {"name": "train", "nodes": tn, "gpus_per_node": train_gpus // tn,
+            {"name": "train", "nodes": tn, "gpus_per_node": tg,
              "roles": ["policy"] + (["reference"] if (b.get("algorithm.kl_coef") or 0) > 0 else [])}]})
 
 
