@@ -106,14 +106,14 @@ def new_run_id(name: str = "run") -> str:
 
 
 def default_path() -> Path:
-    from rl_advisor.paths import data_dir
+    from backends.data_folder import data_dir
 
     return data_dir() / "registry.sqlite3"
 
 
 def runs_root() -> Path:
     """Where local run folders live (``<data_dir>/runs/<run_id>``)."""
-    from rl_advisor.paths import data_dir
+    from backends.data_folder import data_dir
 
     root = data_dir() / "runs"
     root.mkdir(mode=0o700, parents=True, exist_ok=True)

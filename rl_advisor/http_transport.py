@@ -33,7 +33,7 @@ from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-from rl_advisor import paths
+from backends.data_folder import data_dir
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 WILDCARD = {"0.0.0.0", "::", ""}
@@ -46,7 +46,7 @@ class TokenError(RuntimeError):
 
 
 def token_file() -> Path:
-    return paths.data_dir() / "http-token"
+    return data_dir() / "http-token"
 
 
 def _check_token(token: str, where: str) -> str:

@@ -26,7 +26,8 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
 from advisor.errors import AdvisorError, FieldProblem, as_advisor_error
-from rl_advisor import __version__, paths
+from advisor import bundle as paths
+from rl_advisor import __version__
 from rl_advisor.safe_paths import untrusted_caller
 from advisor.secrets import install_log_filter
 from rl_advisor import tool_surface

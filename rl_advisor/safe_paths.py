@@ -59,7 +59,7 @@ def confining() -> bool:
 
 def allowed_roots(extra: Iterable[str | os.PathLike[str]] = ()) -> list[Path]:
     """The folders MCP-supplied paths may point into, resolved, without duplicates."""
-    from rl_advisor.paths import data_dir
+    from backends.data_folder import data_dir
 
     candidates: list[str | os.PathLike[str]] = [os.getcwd(), data_dir(), *extra]
     env = os.environ.get(ROOTS_ENV, "")

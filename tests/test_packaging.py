@@ -40,7 +40,7 @@ def test_wheel_install_into_fresh_venv_has_working_commands(tmp_path):
     assert "choose-method" in out.stdout
     # The installed package must find templates/ and guide/ away from the source tree.
     probe = subprocess.run(
-        [str(py), "-c", "import json; from rl_advisor import paths; r = paths.bundle_root(); "
+        [str(py), "-c", "import json; from advisor import bundle as paths; r = paths.bundle_root(); "
          "print(json.dumps({'root': str(r), 'templates': paths.templates_dir().is_dir(), "
          "'guide': paths.guide_dir().is_dir(), 'skill': paths.skill_file().is_file()}))"],
         capture_output=True, text=True, env=env, cwd=tmp_path)

@@ -93,7 +93,7 @@ def test_extra_roots_from_the_environment(layout: dict[str, Path], monkeypatch: 
 
 
 def test_data_dir_is_a_root(layout: dict[str, Path]) -> None:
-    from rl_advisor.paths import data_dir
+    from backends.data_folder import data_dir
 
     log = data_dir() / "runs" / "r1" / "console.log"
     log.parent.mkdir(parents=True)

@@ -15,7 +15,7 @@ from advisor.render.quoting import FILTERS, require_quoted
 
 
 def _templates_dir() -> Path:
-    from rl_advisor.paths import templates_dir
+    from advisor.bundle import templates_dir
 
     return templates_dir()
 

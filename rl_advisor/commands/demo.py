@@ -195,7 +195,8 @@ def run_demo(ns: argparse.Namespace) -> int:
     import os
 
     from advisor.plan import plan_to_yaml
-    from rl_advisor import paths, tinymodel
+    from backends.data_folder import data_dir
+    from rl_advisor import tinymodel
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -211,7 +212,7 @@ def run_demo(ns: argparse.Namespace) -> int:
         _budget_and_place(prod)
 
     step(3, "build a tiny stand-in for this CPU: random tiny Llama, char tokenizer, toy reward")
-    workdir = Path(ns.workdir) if ns.workdir else paths.data_dir() / "demo"
+    workdir = Path(ns.workdir) if ns.workdir else data_dir() / "demo"
     ws = tinymodel.build_toy_workspace(workdir)
     plan = tinymodel.toy_plan(ws, "grpo", steps=ns.steps, name="demo-grpo")
     say(f"  model {ws['model']} ({_param_count(ws['model'])} parameters); reward: fraction of "

@@ -1,12 +1,12 @@
-"""Where rl-advisor's bundled files (templates, guide, SKILL.md, examples.md) and user data live.
+"""Where rl-advisor's bundled files live: templates (read by render), guide, SKILL.md, examples.md.
 
 A source checkout keeps templates/ and guide/ at the repo root; an installed wheel carries
-copies under rl_advisor/_bundled (see pyproject's force-include). Both resolve here, once.
+copies under advisor/_bundled (see pyproject's force-include). Both resolve here, once. The
+core owns this because render reads the templates; the faces serve the guide from here too.
 """
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from pathlib import Path
 
@@ -39,19 +39,3 @@ def skill_file() -> Path:
 
 def examples_file() -> Path:
     return bundle_root() / "examples.md"
-
-
-def data_dir() -> Path:
-    """The user's rl-advisor data folder (run registry, tokens, run logs).
-
-    ``RL_ADVISOR_HOME`` overrides it (tests use a temporary folder).
-    """
-    override = os.environ.get("RL_ADVISOR_HOME")
-    if override:
-        path = Path(override)
-    else:
-        from platformdirs import user_data_dir
-
-        path = Path(user_data_dir("rl-advisor", appauthor=False))
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)  # new folders are private to the user
-    return path
