@@ -20,11 +20,13 @@ from enum import StrEnum
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from advisor.errors import AdvisorError, FieldProblem, as_advisor_error
 
-PLAN_SCHEMA_VERSION = 1
+PLAN_SCHEMA_VERSION = 2
+"""2: the run mode is one field, ``placement.mode`` (schema 1 also had ``rollout.async_mode``).
+Plans written in schema 1 still load; ``Plan.migration_notes`` names each field that moved."""
 
 
 class Strict(BaseModel):
@@ -350,7 +352,6 @@ class Rollout(Strict):
     enforce_eager: bool = False
     sleep_level: Literal[0, 1, 2] = Field(1, description="Engine sleep between rollouts: 0 none, "
                                           "1 free KV cache, 2 also drop weights.")
-    async_mode: Literal["sync", "one_step_off", "fully_async"] = "sync"
 
 
 class MemoryKnobs(Strict):
@@ -397,7 +398,10 @@ class Pool(Strict):
 
 
 class Placement(Strict):
-    mode: Literal["colocated", "split", "one_step_off", "fully_async"] = "colocated"
+    mode: Literal["colocated", "split", "one_step_off", "fully_async"] = Field(
+        "colocated", description="The run mode: colocated (time-sliced on shared GPUs), split (the "
+        "rollout on its own pool, in lock-step), one_step_off (generation of step N+1 overlaps "
+        "training of step N), fully_async (streaming generation).")
     pools: list[Pool] = Field(default_factory=list, description="Empty = one pool of all GPUs.")
 
 
@@ -420,7 +424,7 @@ class Logging(Strict):
 class Plan(Strict):
     """One post-training run, independent of any framework."""
 
-    schema_version: Literal[1] = PLAN_SCHEMA_VERSION
+    schema_version: Literal[2] = PLAN_SCHEMA_VERSION
     name: str = Field("rl-run", min_length=1, max_length=200)
     method: Method = Method.GRPO
     framework: Framework = Framework.VERL
@@ -439,6 +443,24 @@ class Plan(Strict):
     logging: Logging = Field(default_factory=Logging)
     env: dict[str, str] = Field(default_factory=dict,
                                 description="Extra environment variables (no secrets: use *_env references).")
+
+    _migration_notes: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _migrate(cls, data: Any, handler: Any) -> "Plan":
+        notes: list[str] = []
+        if isinstance(data, dict):
+            data, notes = migrate(data)
+        plan = handler(data)
+        if notes:
+            plan._migration_notes = notes
+        return plan
+
+    @property
+    def migration_notes(self) -> list[str]:
+        """The fields that moved when this Plan was loaded from an older schema version."""
+        return list(self._migration_notes)
 
     @model_validator(mode="after")
     def _consistent(self) -> "Plan":
@@ -510,6 +532,44 @@ def _credentials_in_fields(plan: "Plan") -> list[str]:
 
     walk(plan.model_dump(mode="json", exclude={"env"}), "")
     return out
+
+
+# --------------------------------------------------------------------------- older versions
+
+
+ASYNC_MODES = ("one_step_off", "fully_async")
+
+
+def migrate(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A schema-1 Plan mapping in schema 2, with a note per moved field. A mapping that declares
+    schema 1, or that has no version but carries a schema-1 field, is migrated; others pass.
+
+    schema 1 -> 2: ``rollout.async_mode`` is gone; the one run-mode field is ``placement.mode``.
+    Schema 1 ran asynchronously when either said so (the veRL and OpenRLHF renderers of
+    schema 1 read both), so an asynchronous ``async_mode`` wins over a synchronous mode."""
+    rollout = data.get("rollout")
+    old_field = isinstance(rollout, dict) and "async_mode" in rollout
+    version = data.get("schema_version")
+    if version != 1 and not (version is None and old_field):
+        return data, []
+    data = dict(data)
+    notes: list[str] = []
+    if old_field:
+        rollout = dict(rollout)
+        old = rollout.pop("async_mode")
+        data["rollout"] = rollout
+        placement = dict(data.get("placement") or {})
+        mode = placement.get("mode", "colocated")
+        if old in ASYNC_MODES and mode not in ASYNC_MODES:
+            placement["mode"] = old
+            data["placement"] = placement
+            notes.append(f"rollout.async_mode (schema 1) moved to placement.mode: {old} "
+                         f"(placement.mode was {mode})")
+        else:
+            notes.append(f"rollout.async_mode (schema 1) moved to placement.mode: {mode} "
+                         f"(async_mode was {old})")
+    data["schema_version"] = PLAN_SCHEMA_VERSION
+    return data, notes
 
 
 # --------------------------------------------------------------------------- YAML form

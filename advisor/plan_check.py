@@ -34,7 +34,7 @@ def resident_roles(plan: Plan) -> list[str]:
 
 def validate_plan(plan: Plan) -> PlanCheck:
     """Validate a Plan (the schema has already rejected impossible values) and list soft problems."""
-    warnings: list[str] = []
+    warnings: list[str] = list(plan.migration_notes)
     if plan.method in OFFLINE_METHODS and plan.critic is not None:
         warnings.append(f"critic is set but {plan.method.value} is offline and never uses a critic")
     if plan.method != Method.PPO and plan.critic is not None:

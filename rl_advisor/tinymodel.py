@@ -191,7 +191,7 @@ def toy_plan(workspace: dict[str, Path], method: str = "grpo", *, steps: int = 2
     model_dir = str(workspace["model"])
     spec = tiny_model_spec(model_dir).model_dump(mode="json", exclude_none=True)
     common = {
-        "schema_version": 1,
+        "schema_version": 2,
         "framework": "trl",
         "hardware": {"gpu": gpu, "gpus_per_node": 1, "nodes": 1, "host_memory_gb": 16,
                      "cpus_per_node": 2},

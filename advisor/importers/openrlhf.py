@@ -252,10 +252,11 @@ def _pools(b: PlanBuilder) -> None:
     has_critic = b.get("critic.path") is not None and b.get("method") == "ppo"
     has_reward = b.get("reward.path") is not None
     kl = (b.get("algorithm.kl_coef") or 0) > 0
+    async_mode = b.get("placement.mode") if b.get("placement.mode") in ("one_step_off", "fully_async") else None
     if ex.get("colocate.all") or not online:
         roles = ["policy"] + (["reference"] if kl else []) + (["critic"] if has_critic else []) + \
             (["reward"] if has_reward else []) + (["rollout"] if online else [])
-        b.set("placement", {"mode": "colocated", "pools": [_pool("all", an * ag, gpn, roles)]})
+        b.set("placement", {"mode": async_mode or "colocated", "pools": [_pool("all", an * ag, gpn, roles)]})
         b.set("hardware.gpus_per_node", gpn)
         b.set("hardware.nodes", an)
         return
@@ -282,4 +283,4 @@ def _pools(b: PlanBuilder) -> None:
     total = sum(p["nodes"] * p["gpus_per_node"] for p in pools)
     b.set("hardware.gpus_per_node", gpn)
     b.set("hardware.nodes", max(1, math.ceil(total / gpn)))
-    b.set("placement", {"mode": "split", "pools": pools})
+    b.set("placement", {"mode": async_mode or "split", "pools": pools})

@@ -11,6 +11,7 @@ from typing import Any
 
 from advisor.plan import Framework, Method, Plan
 from advisor.render.common import Carry, Derived, pool_for
+from advisor.resolve import ASYNC_MODES, resolve
 from advisor.run_files import run_files
 from advisor.render.quoting import RefValue
 
@@ -108,7 +109,8 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> Flags:
         est = "reinforce_baseline"
     actor = pool_for(plan, "policy")
     rollout = pool_for(plan, "rollout")
-    colocated = rollout.name == actor.name and plan.placement.mode == "colocated"
+    mode = resolve(plan).mode
+    colocated = rollout.name == actor.name and mode == "colocated"
     # placement
     f.set("--actor.num_nodes", actor.nodes)
     f.set("--actor.num_gpus_per_node", actor.gpus_per_node)
@@ -137,10 +139,10 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> Flags:
     f.set("--vllm.num_engines", engines)
     f.set("--vllm.tensor_parallel_size", r.tp)
     f.set("--vllm.gpu_memory_utilization", m.rollout_memory_fraction)
-    f.switch("--vllm.enable_sleep", colocated and r.sleep_level > 0 and r.async_mode == "sync")
-    f.switch("--ds.enable_sleep", colocated and r.async_mode == "sync")
+    f.switch("--vllm.enable_sleep", colocated and r.sleep_level > 0)
+    f.switch("--ds.enable_sleep", colocated)
     f.switch("--vllm.enforce_eager", r.enforce_eager)
-    f.switch("--train.async_enable", r.async_mode != "sync" or plan.placement.mode in ("one_step_off", "fully_async"))
+    f.switch("--train.async_enable", mode in ASYNC_MODES)
     # models
     f.set("--actor.model_name_or_path", plan.policy.weights_path)
     if plan.reference is not None and plan.reference.weights_path != plan.policy.weights_path:

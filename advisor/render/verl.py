@@ -11,6 +11,7 @@ from typing import Any
 
 from advisor.plan import Framework, Method, Plan
 from advisor.render.common import Carry, Derived, pool_for
+from advisor.resolve import resolve
 from advisor.run_files import run_files
 
 ESTIMATOR = {
@@ -151,8 +152,7 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> list[tuple[s
         if d.use_ref:
             add((f"{ar}.ref.log_prob_micro_batch_size_per_gpu", d.micro))
     # placement: a separate rollout pool becomes veRL's standalone rollout resources
-    mode = plan.placement.mode
-    if mode != "colocated" or plan.rollout.async_mode != "sync":
+    if resolve(plan).mode != "colocated":
         rp, tp_ = pool_for(plan, "rollout"), pool_for(plan, "policy")
         if rp.name != tp_.name:
             add((f"{ar}.hybrid_engine", False))
