@@ -99,3 +99,23 @@ def hf_generate_footprint(spec: ModelSpec, batch_seqs: int, max_seq_len: int, tp
     kv = batch_seqs * max_seq_len * kvt / GIB
     note = f"HF generate: dense KV for {batch_seqs} sequences x {max_seq_len} tokens"
     return EngineFootprint("hf", kv, 0.0, kv, 0.0, 0.0, kvt, float(batch_seqs), 0.0, 0.0, note)
+
+
+def usable_hbm_gib(hbm_gib: float) -> float:
+    """What one GPU's driver exposes of its marketed capacity (the budget every engine and the
+    ledger work in)."""
+    return hbm_gib * const("usable_hbm_fraction")
+
+
+def rollout_kv_pool(spec: ModelSpec, params: int, rollout: Rollout, fraction: float, hbm_gib: float,
+                    max_seq_len: int, quantization: str = "none") -> tuple[float, float]:
+    """The rollout engine's KV pool on one GPU (GiB) and its KV bytes per token: THE formula the
+    memory ledger and the time model share. vLLM: fraction x usable HBM - weights - profile run;
+    SGLang: fraction x free memory - weights (free = usable HBM when nothing else is resident)."""
+    cap = usable_hbm_gib(hbm_gib)
+    q = quantization if quantization in ("fp8", "int8") else "none"
+    if rollout.engine == "sglang":
+        fp = sglang_footprint(spec, params, rollout, fraction, cap, max_seq_len, q)
+    else:
+        fp = vllm_footprint(spec, params, rollout, fraction, cap, max_seq_len, q)
+    return fp.kv_gib, fp.kv_bytes_per_token

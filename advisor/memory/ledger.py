@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from advisor.memory.constants import const
 from advisor.memory.engines import (EngineFootprint, hf_generate_footprint, sglang_footprint,
-                                    vllm_footprint)
+                                    usable_hbm_gib, vllm_footprint)
 from advisor.memory.models import (HostBudget, HostTerm, MemoryBudget, PhaseLedger, PoolBudget,
                                    State, Term)
 from advisor.memory.roles import RoleSetup, backend_of, state_bytes
@@ -328,7 +328,7 @@ def build_ledger(plan: Plan) -> MemoryBudget:
     from advisor.catalog import get_gpu
 
     gpu = get_gpu(plan.hardware.gpu, field="hardware.gpu")
-    cap = gpu.hbm_gib * const("usable_hbm_fraction")
+    cap = usable_hbm_gib(gpu.hbm_gib)
     notes: list[str] = []
     assumptions: list[str] = []
     rp = resolve(plan)

@@ -47,6 +47,7 @@ from advisor import yamlio
 from advisor.errors import AdvisorError
 from advisor.placement.models import PhaseTime, StepTime
 from advisor.plan import ModelSpec, Parallelism, Plan, Pool, Role, RoleModel
+from advisor.memory.engines import rollout_kv_pool
 from advisor.resolve import resolve
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "time_model.yaml"
@@ -126,7 +127,6 @@ class Arch:
     kv_heads: int
     head_dim: int
     bytes_per_param: float
-    mla_kv_dim: int          # >0 for MLA: values cached per layer per token (not split by TP)
     experts: int
     experts_per_token: int
     expert_params: float     # parameters of one expert in one layer
@@ -136,12 +136,6 @@ class Arch:
     @property
     def weight_bytes(self) -> float:
         return self.params * self.bytes_per_param
-
-    def kv_bytes_per_token_gpu(self, tp: int) -> float:
-        """KV bytes per cached token on one GPU of a TP group (KV heads replicate when tp > kv)."""
-        if self.mla_kv_dim:
-            return self.layers * self.mla_kv_dim * 2.0
-        return 2.0 * self.layers * max(self.kv_heads / tp, 1.0) * self.head_dim * 2.0
 
     def decode_weight_bytes(self, batch: float) -> float:
         """Weight bytes one decode step reads: all dense weights, and the experts the batch touches."""
@@ -167,10 +161,9 @@ def arch_for(spec: ModelSpec, dtype: str = "bf16", quantization: str = "none") -
     expert_params = 3.0 * spec.hidden_size * spec.moe_intermediate_size if spec.is_moe else 0.0
     per_layer = 4 + 2 + (3 if spec.qkv_bias else 0) + (2 if spec.qk_norm else 0)
     per_layer += (3 * spec.num_experts + 1 + 3 * spec.num_shared_experts) if spec.is_moe else 3
-    mla = (spec.kv_lora_rank + spec.qk_rope_head_dim) if spec.attention == "mla" else 0
     return Arch(params=params, active=active, layers=spec.num_layers, hidden=spec.hidden_size,
                 heads=spec.num_heads, kv_heads=spec.num_kv_heads, head_dim=spec.head_dim,
-                bytes_per_param=bpp, mla_kv_dim=mla, experts=spec.num_experts,
+                bytes_per_param=bpp, experts=spec.num_experts,
                 experts_per_token=spec.experts_per_token, expert_params=expert_params,
                 moe_layers=moe_layers, tensors=spec.num_layers * per_layer + 3)
 
@@ -274,16 +267,16 @@ class _Phase:
 
 
 def _decode(arch: Arch, dev: Device, *, engines: int, tp: int, seqs: int, prompt: float,
-            dist: LengthDist, max_num_seqs: int, mem_fraction: float, eta_bw: float, eta_c: float,
+            dist: LengthDist, max_num_seqs: int, kv_pool: float, kv_tok: float, eta_bw: float, eta_c: float,
             static_batch: bool, streaming: bool, step_overhead_s: float = 0.0) -> tuple[float, float, int, float, str]:
-    """Decode time of the whole rollout (seconds, physical limit, concurrency, waves, bound)."""
+    """Decode time of the whole rollout (seconds, physical limit, concurrency, waves, bound).
+
+    ``kv_pool`` (bytes per GPU) and ``kv_tok`` (KV bytes per token per GPU) come from the memory
+    model's engine footprint (advisor.memory.engines.rollout_kv_pool), the one KV formula."""
     q = math.ceil(seqs / engines)
-    kv_tok = arch.kv_bytes_per_token_gpu(tp)
-    weights_gpu = arch.weight_bytes / tp
-    kv_pool = mem_fraction * dev.hbm_bytes - weights_gpu - constant("engine_reserved_gib") * GIB
     if kv_pool <= 0:
-        raise _Infeasible(f"rollout engine: weights {weights_gpu / GIB:.1f} GiB per GPU at TP {tp} "
-                          f"leave no KV cache in {mem_fraction:.2f} of {dev.hbm_bytes / GIB:.0f} GiB")
+        raise _Infeasible(f"rollout engine: weights {arch.weight_bytes / tp / GIB:.1f} GiB per GPU at TP {tp} "
+                          f"leave no KV cache in {dev.hbm_bytes / GIB:.0f} GiB")
     e_l2 = dist.second_moment()
     ctx_res = prompt + e_l2 / (2 * max(dist.mean, 1.0))
     c = int(max(1, min(max_num_seqs, q, kv_pool // (kv_tok * ctx_res))))
@@ -535,10 +528,11 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         static = plan.rollout.engine == "hf"
         eta_bw = f["decode_hbm_efficiency_static"] if static else f["decode_hbm_efficiency"]
         colocated_rollout = len(rollout_pool.roles) > 1
-        frac = mk.rollout_memory_fraction
+        kv_gib, kv_tok = rollout_kv_pool(pol_spec, int(pol.params), plan.rollout, mk.rollout_memory_fraction,
+                                         dev.hbm_bytes / GIB, d.max_seq_len, pol_rm.quantization)
         secs, lower, conc, waves, bound = _decode(
             pol, dev, engines=engines, tp=tp_r, seqs=seqs, prompt=prompt_len, dist=dist,
-            max_num_seqs=plan.rollout.max_num_seqs, mem_fraction=frac, eta_bw=eta_bw,
+            max_num_seqs=plan.rollout.max_num_seqs, kv_pool=kv_gib * GIB, kv_tok=kv_tok, eta_bw=eta_bw,
             eta_c=f["decode_compute_efficiency"],
             static_batch=static, streaming=plan.placement.mode == "fully_async",
             step_overhead_s=1e-3 * (f["decode_step_overhead_ms_static"] if static else f["decode_step_overhead_ms"]))
