@@ -24,6 +24,7 @@ import os
 import re
 from typing import Any, Callable
 
+from advisor.dns import dns_label
 from backends.protocol import BackendError, LaunchSpec, RunRecord, RunState, RunStatus
 
 RUN_LABEL = "rl-advisor/run-id"
@@ -47,9 +48,7 @@ _RAYJOB_STATES = {"PENDING": RunState.PENDING, "RUNNING": RunState.RUNNING,
 
 def k8s_name(run_id: str, limit: int = 52) -> str:
     """A DNS-1123 name from a run id (RayJob names must leave room for KubeRay's suffixes)."""
-    name = re.sub(r"[^a-z0-9-]+", "-", run_id.lower()).strip("-")
-    name = name[:limit].rstrip("-") or "rl-run"
-    return name if name[0].isalpha() else "r-" + name[: limit - 2]
+    return dns_label(run_id, limit)
 
 
 def stringify_quantities(obj: Any, _key: str = "") -> Any:

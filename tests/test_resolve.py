@@ -297,3 +297,55 @@ def test_the_remote_launch_keeps_the_output_dir_relative_and_the_same_file() -> 
     assert _exported(script, "VERL_FILE_LOGGER_PATH") == "outputs/metrics.jsonl"
     assert spec.metrics_files == [str(run_dir / "work" / "outputs" / "metrics.jsonl")]
     assert "VERL_FILE_LOGGER_PATH" not in spec.env  # the script owns it; no second value
+
+
+# --------------------------------------------------------------------------- schema 2
+
+
+V1 = """schema_version: 1
+name: old
+method: grpo
+framework: verl
+policy: {model: Qwen2.5-7B-Instruct}
+reward_function: {path: r.py}
+rollout: {tp: 2, async_mode: one_step_off}
+placement:
+  mode: split
+  pools:
+    - {name: train, nodes: 1, gpus_per_node: 6, roles: [policy, reference]}
+    - {name: gen, nodes: 1, gpus_per_node: 2, roles: [rollout]}
+"""
+
+
+def test_a_schema_1_plan_loads_with_a_note_per_moved_field() -> None:
+    from advisor.plan import PLAN_SCHEMA_VERSION, plan_to_yaml
+
+    plan = plan_from_yaml(V1)
+    assert PLAN_SCHEMA_VERSION == 2 and plan.schema_version == 2
+    assert plan.placement.mode == "one_step_off" and resolve(plan).mode == "one_step_off"
+    assert len(plan.migration_notes) == 1 and "rollout.async_mode" in plan.migration_notes[0] \
+        and "placement.mode" in plan.migration_notes[0]
+    assert plan.migration_notes[0] in validate_plan(plan).warnings
+    again = plan_from_yaml(plan_to_yaml(plan))
+    assert "async_mode" not in plan_to_yaml(plan) and "schema_version: 2" in plan_to_yaml(plan)
+    assert again.migration_notes == [] and again.model_dump() == plan.model_dump()
+    # the veRL render reads the one mode: a separate rollout pool running one step ahead
+    argv = next(a.argv for a in render_config(plan).artifacts if a.kind == "launch_script")
+    assert "trainer.v1.trainer_mode=separate_async" in argv
+
+
+def test_a_schema_1_plan_whose_modes_agree_loads_with_its_note() -> None:
+    plan = plan_from_yaml(V1.replace("mode: split", "mode: one_step_off"))
+    assert plan.placement.mode == "one_step_off"
+    assert plan.migration_notes == ["rollout.async_mode (schema 1) moved to placement.mode: one_step_off "
+                                    "(async_mode was one_step_off)"]
+    sync = plan_from_yaml(V1.replace("async_mode: one_step_off", "async_mode: sync"))
+    assert sync.placement.mode == "split" and "async_mode was sync" in sync.migration_notes[0]
+
+
+def test_a_schema_2_plan_with_the_old_field_is_refused_naming_it() -> None:
+    from advisor.errors import AdvisorError
+
+    with pytest.raises(AdvisorError) as err:
+        plan_from_yaml(V1.replace("schema_version: 1", "schema_version: 2"))
+    assert any("async_mode" in p.field for p in err.value.problems)

@@ -17,13 +17,14 @@ ClusterQueue holding the quota and one LocalQueue for the namespace.
 
 from __future__ import annotations
 
-import re
-
 from pydantic import BaseModel, Field
 
 from advisor.placement.models import (K8sPool, K8sResourcePlan, KueueFlavor, RayBundle, RayPool,
                                       RayResourcePlan)
+from advisor.dns import dns_label
+from advisor.errors import AdvisorError
 from advisor.plan import Plan, Pool
+from advisor.resolve import resolve
 
 # GPU feature discovery product labels (nvidia.com/gpu.product) for the catalog's GPUs.
 # Source: NVIDIA gpu-feature-discovery labels as reported on the nodes (nvidia-smi product name
@@ -144,34 +145,44 @@ def feasibility(pools: list[RayPool], cluster: ClusterShape) -> list[str]:
     return problems
 
 
-def _dns(text: str) -> str:
-    s = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
-    return (s or "rl")[:50].rstrip("-")
+def k8s_resources(plan: Plan, namespace: str = "default", notes: list[str] | None = None) -> K8sResourcePlan:
+    """Pods per pool (one per node), their requests, node selectors and the Kueue objects: the one
+    Kubernetes resource plan, which render writes into the manifests and the k8s backend submits.
 
-
-def k8s_resources(plan: Plan, namespace: str = "default") -> K8sResourcePlan:
-    """Pods per pool (one per node), their requests, node selectors and the Kueue objects."""
+    A CPU plan (local clusters such as kind) requests no accelerator and selects no node; a GPU
+    name the catalog does not know is requested as an NVIDIA GPU without a product selector (with
+    a note), so the manifests still render."""
     from advisor.catalog import get_gpu
 
-    gpu = get_gpu(plan.hardware.gpu, field="plan.hardware.gpu")
     hw = plan.hardware
-    resource = ACCELERATOR_RESOURCE.get(gpu.family, "nvidia.com/gpu")
-    product = GFD_PRODUCT.get(gpu.name)
+    cpu_only = resolve(plan).is_cpu
+    gpu = None
+    if not cpu_only:
+        try:
+            gpu = get_gpu(hw.gpu, field="plan.hardware.gpu")
+        except AdvisorError:
+            if notes is not None:
+                notes.append(f"k8s: GPU {hw.gpu!r} is not in the catalog: requested as nvidia.com/gpu "
+                             "without a gpu.product node selector")
+    resource = ACCELERATOR_RESOURCE.get(gpu.family, "nvidia.com/gpu") if gpu else "nvidia.com/gpu"
+    product = GFD_PRODUCT.get(gpu.name) if gpu else None
+    kind = "cpu" if cpu_only else (gpu.name if gpu else hw.gpu)
     pools: list[K8sPool] = []
     flavors: list[KueueFlavor] = []
-    base = _dns(plan.name)
+    base = dns_label(plan.name, 40)
     for pool in _pools(plan):
         share = pool.gpus_per_node / hw.gpus_per_node
         cpus = max(1, int(hw.cpus_per_node * share * 0.9))  # leave 10 % for the kubelet and daemons
         mem = max(1, int(hw.host_memory_gb * 1e9 / 2 ** 30 * share * 0.9))
-        flavor = _dns(f"{gpu.name}-{pool.name}")
-        selector = {"rl-advisor/pool": pool.name}
+        flavor = dns_label(f"{kind}-{pool.name}", 40)
+        selector: dict[str, str] = {} if cpu_only else {"rl-advisor/pool": pool.name}
         if product:
             selector["nvidia.com/gpu.product"] = product
-        pools.append(K8sPool(name=pool.name, roles=list(pool.roles), pods=pool.nodes, gpus_per_pod=pool.gpus_per_node,
+        gpus_per_pod = 0 if cpu_only else pool.gpus_per_node
+        pools.append(K8sPool(name=pool.name, roles=list(pool.roles), pods=pool.nodes, gpus_per_pod=gpus_per_pod,
                              cpus_per_pod=cpus, memory_gib_per_pod=mem, gpu_resource=resource,
                              node_selector=selector, resource_flavor=flavor))
-        flavors.append(KueueFlavor(name=flavor, node_labels=selector, gpus=pool.gpus, cpus=cpus * pool.nodes,
-                                   memory_gib=mem * pool.nodes))
+        flavors.append(KueueFlavor(name=flavor, node_labels=selector, gpus=gpus_per_pod * pool.nodes,
+                                   cpus=cpus * pool.nodes, memory_gib=mem * pool.nodes))
     return K8sResourcePlan(namespace=namespace, pools=pools, resource_flavors=flavors,
                            cluster_queue=f"{base}-cq", local_queue=f"{base}-lq", gpu_resource=resource)

@@ -8,14 +8,13 @@ are ``secretKeyRef`` entries, never values. Workloads are created suspended so K
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from advisor.dns import dns_label
 from advisor.plan import Framework, Plan
-from advisor.render.common import framework_version, is_cpu, pools, rl_advisor_version
+from advisor.render.common import framework_version, rl_advisor_version
 from advisor.render.models import Artifact
 from advisor.render.options import RenderOptions
 from advisor.render.quoting import remote_command, shell_join
@@ -32,57 +31,11 @@ DEFAULT_IMAGES = {
 }
 
 
-def dns_name(text: str, limit: int = 40) -> str:
-    """A DNS-1123 label derived from ``text`` (deterministic; a hash keeps distinct names distinct)."""
-    base = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:limit].strip("-") or "rl-run"
-    if base != text.lower():
-        base = f"{base[:limit - 7].rstrip('-')}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
-    return base
-
-
-def accelerator_resource(plan: Plan) -> str | None:
-    if is_cpu(plan):
-        return None
-    try:
-        from advisor.catalog import get_gpu
-
-        family = get_gpu(plan.hardware.gpu).family
-    except Exception:  # noqa: BLE001 - an unknown GPU name still renders, as NVIDIA
-        family = "cuda"
-    return {"cuda": "nvidia.com/gpu", "rocm": "amd.com/gpu", "tpu": "google.com/tpu"}.get(family, "nvidia.com/gpu")
-
-
 def resource_plan(plan: Plan, namespace: str, notes: list[str]):
-    """Pods per pool and Kueue objects: H3's ``advisor.placement.resources.k8s_resources`` (node
-    selectors for the GPU product, one flavor per pool), else the same shape derived here (CPU
-    plans, GPUs not in the catalog)."""
-    from advisor.placement.models import K8sPool, K8sResourcePlan, KueueFlavor
+    """Pods per pool and Kueue objects: the placement's one resource plan (advisor.placement.resources)."""
+    from advisor.placement.resources import k8s_resources
 
-    if not is_cpu(plan):
-        try:
-            from advisor.placement.resources import k8s_resources
-
-            return k8s_resources(plan, namespace=namespace)
-        except Exception as exc:  # noqa: BLE001 - fall back to the plain derivation below
-            notes.append(f"k8s: resources derived without the placement catalog ({exc})")
-    hw = plan.hardware
-    gpu_res = accelerator_resource(plan)
-    job = dns_name(plan.name)
-    pools_out, flavors = [], []
-    for p in pools(plan):
-        share = p.gpus_per_node / hw.gpus_per_node
-        cpus = max(1, int(hw.cpus_per_node * share * 0.9))
-        mem = max(1, int(hw.host_memory_gb * 1e9 / 2 ** 30 * share * 0.9))
-        flavor = dns_name(f"{'cpu' if is_cpu(plan) else hw.gpu}-{p.name}")
-        pools_out.append(K8sPool(name=p.name, roles=list(p.roles), pods=p.nodes,
-                                 gpus_per_pod=0 if gpu_res is None else p.gpus_per_node, cpus_per_pod=cpus,
-                                 memory_gib_per_pod=mem, gpu_resource=gpu_res or "nvidia.com/gpu",
-                                 node_selector={}, resource_flavor=flavor))
-        flavors.append(KueueFlavor(name=flavor, node_labels={}, gpus=0 if gpu_res is None else p.gpus,
-                                   cpus=cpus * p.nodes, memory_gib=mem * p.nodes))
-    return K8sResourcePlan(namespace=namespace, pools=pools_out, resource_flavors=flavors,
-                           cluster_queue=f"{job}-cq", local_queue=f"{job}-lq",
-                           gpu_resource=gpu_res or "nvidia.com/gpu")
+    return k8s_resources(plan, namespace=namespace, notes=notes)
 
 
 def _pod_resources(cpus: int, mem_gib: int, gpu_resource: str | None, gpus: int) -> dict[str, Any]:
@@ -230,7 +183,7 @@ def manifests(plan: Plan, fw: Framework, launch: Any, artifacts: list[Artifact],
     rp = resource_plan(plan, options.namespace, notes)
     if options.queue_name:
         rp = rp.model_copy(update={"local_queue": options.queue_name})
-    job = dns_name(plan.name)
+    job = dns_label(plan.name, 40)
     image = options.image or DEFAULT_IMAGES[fw]
     if options.image is None:
         notes.append(f"k8s: no image given; manifests use the placeholder {image!r} (set options.image)")
