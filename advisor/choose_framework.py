@@ -103,20 +103,11 @@ class _FrameworkFacts(BaseModel):
     source: str
 
 
-class _Rule(BaseModel):
-    id: str
-    when: dict[str, Any]
-    scores: dict[Framework, float]
-    rationale: str
-    source: str
+_Rule = rulebook.ScoreRule[Framework]
 
 
-class _Exclusion(BaseModel):
-    id: str
-    when: dict[str, Any]
+class _Exclusion(rulebook.Exclusion):
     frameworks: list[Framework]
-    reason: str
-    source: str
 
 
 class FrameworkFacts(BaseModel):
@@ -157,14 +148,7 @@ def support_matrix_markdown() -> str:
 def rules_markdown() -> str:
     """The scoring rules and exclusions as a Markdown table."""
     t = load_framework_facts()
-    lines = ["| Rule | When | Scores | Why | Source |", "|---|---|---|---|---|"]
-    for r in t.rules:
-        scores = ", ".join(f"{f.value} {v:+g}" for f, v in r.scores.items())
-        lines.append(f"| `{r.id}` | {rulebook.describe(r.when)} | {scores} | {r.rationale} | {r.source} |")
-    for e in t.exclusions:
-        lines.append(f"| `{e.id}` | {rulebook.describe(e.when)} | excludes "
-                     f"{', '.join(f.value for f in e.frameworks)} | {e.reason} | {e.source} |")
-    return "\n".join(lines)
+    return rulebook.rules_markdown(t.rules, t.exclusions, "frameworks")
 
 
 # --------------------------------------------------------------------------- the tool

@@ -111,20 +111,11 @@ class _MethodFacts(BaseModel):
     caveats: list[str] = Field(default_factory=list)
 
 
-class _Rule(BaseModel):
-    id: str
-    when: dict[str, Any]
-    scores: dict[Method, float]
-    rationale: str
-    source: str
+_Rule = rulebook.ScoreRule[Method]
 
 
-class _Exclusion(BaseModel):
-    id: str
-    when: dict[str, Any]
+class _Exclusion(rulebook.Exclusion):
     methods: list[Method]
-    reason: str
-    source: str
 
 
 class MethodRules(BaseModel):
@@ -151,14 +142,7 @@ def load_method_rules() -> MethodRules:
 def rules_markdown() -> str:
     """The scoring rules as a Markdown table (the guide's generated 'choose_method's rules')."""
     t = load_method_rules()
-    lines = ["| Rule | When | Scores | Why | Source |", "|---|---|---|---|---|"]
-    for r in t.rules:
-        scores = ", ".join(f"{m.value} {v:+g}" for m, v in r.scores.items())
-        lines.append(f"| `{r.id}` | {rulebook.describe(r.when)} | {scores} | {r.rationale} | {r.source} |")
-    for e in t.exclusions:
-        lines.append(f"| `{e.id}` | {rulebook.describe(e.when)} | excludes {', '.join(m.value for m in e.methods)} "
-                     f"| {e.reason} | {e.source} |")
-    return "\n".join(lines)
+    return rulebook.rules_markdown(t.rules, t.exclusions, "methods")
 
 
 # --------------------------------------------------------------------------- facts

@@ -15,7 +15,31 @@ reported with the rule id.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Iterable
+from typing import Any, Generic, Iterable, TypeVar
+
+from pydantic import BaseModel
+
+K = TypeVar("K")
+
+
+class ScoreRule(BaseModel, Generic[K]):
+    """One row of a rule table: when ``when`` holds, add ``scores`` to each candidate."""
+
+    id: str
+    when: dict[str, Any]
+    scores: dict[K, float]
+    rationale: str
+    source: str
+
+
+class Exclusion(BaseModel):
+    """One row that rules candidates out when ``when`` holds (the subclass names the candidates)."""
+
+    id: str
+    when: dict[str, Any]
+    reason: str
+    source: str
+
 
 OPERATORS = frozenset({"any_of", "none_of", "all_of", "in", "not_in", "eq", "ne", "lt", "lte", "gt", "gte"})
 
@@ -125,3 +149,16 @@ def check_rule_table(rules: Iterable[Any], exclusions: Iterable[Any], known_fact
         check_when(r.when, known, f"rules.{r.id}")
     for e in exclusions:
         check_when(e.when, known, f"exclusions.{e.id}")
+
+
+def rules_markdown(rules: Iterable[ScoreRule], exclusions: Iterable[Exclusion], targets: str) -> str:
+    """A rule table (scores and exclusions) as the guide's Markdown table; ``targets`` is the
+    exclusion rows' field naming what they exclude (``methods`` or ``frameworks``)."""
+    lines = ["| Rule | When | Scores | Why | Source |", "|---|---|---|---|---|"]
+    for r in rules:
+        scores = ", ".join(f"{_plain(k)} {v:+g}" for k, v in r.scores.items())
+        lines.append(f"| `{r.id}` | {describe(r.when)} | {scores} | {r.rationale} | {r.source} |")
+    for e in exclusions:
+        lines.append(f"| `{e.id}` | {describe(e.when)} | excludes {', '.join(_plain(getattr(e, targets)))} "
+                     f"| {e.reason} | {e.source} |")
+    return "\n".join(lines)

@@ -337,10 +337,8 @@ class RunRegistry:
 
 def _scrub(obj: Any) -> Any:
     """Secrets (token values, secret-named env entries) never reach a registry row."""
-    try:
-        from advisor.secrets import scrub
-    except ImportError:  # pragma: no cover - secrets module absent from a partial install
-        return obj
+    from advisor.secrets import scrub
+
     return scrub(obj)
 
 

@@ -85,11 +85,8 @@ def _feed_path(session: DiagnosisSession, p: Path, notes: list[str], several: bo
 def diagnose_run_record(run_id: str, plan: Plan | None = None,
                         framework: Framework | str | None = None) -> Diagnosis:
     """Diagnose a run of the registry: metric files for points, console logs for signatures."""
-    try:
-        from backends.registry import RunNotFound, RunRegistry
-    except ImportError as exc:  # pragma: no cover - backends missing from the install
-        raise AdvisorError("the run registry is not available in this install", field="run_id",
-                           value=run_id) from exc
+    from backends.registry import RunNotFound, RunRegistry
+
     try:
         record = RunRegistry().get(run_id)
     except RunNotFound:

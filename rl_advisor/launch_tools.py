@@ -294,11 +294,8 @@ def prepare_launch(plan: Plan, backend: str, run_id: str, run_dir: Path,
     if backend == "local" or (backend == "ray" and _loopback(options.get("address", ""))):
         plan = _absolutize(plan, Path.cwd())  # the run starts in its own folder on this machine
         plan = _output_in_run_folder(plan, Path(run_dir) / "work")
-    try:
-        from advisor.render import render_config
-    except ImportError:
-        raise AdvisorError("rendering is not available in this install (advisor.render missing)",
-                           field="plan.framework", value=plan.framework.value) from None
+    from advisor.render import render_config
+
     rendered = render_config(plan, plan.framework)
     adapter = get_adapter(plan.framework)
     spec = adapter.launch_spec(rendered, plan, run_id=run_id, run_dir=run_dir, backend=backend,

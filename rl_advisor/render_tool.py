@@ -104,11 +104,8 @@ def translate_config(text: str, to_framework: Framework, from_framework: Framewo
                      validate: bool = True, output_dir: str | None = None) -> TranslationResult:
     """Import a veRL / OpenRLHF / TRL config (text) into a Plan and render it for another framework,
     reporting what the importer did not understand and what does not carry over to the target."""
-    try:
-        from advisor.importers import import_config
-    except ImportError:
-        raise AdvisorError("config import is not available in this install (advisor.importers missing)",
-                           field="text") from None
+    from advisor.importers import import_config
+
     imported = import_config(text, from_framework)
     plan = imported.plan.model_copy(update={"framework": Framework(to_framework)})
     result = render_config(plan, to_framework, validate=validate, output_dir=output_dir)

@@ -103,7 +103,7 @@ def test_memory_time_placement_render_see_the_same_run(name: str, plan: Plan) ->
     cand, _ = evaluate_given(plan)
     assert cand is not None
     assert _pool_view(cand.pools) == want_pools
-    assert {m.pool: frozenset(m.roles) for m in cand.memory} == {k: v[1] for k, v in want_pools.items() if v[1]}
+    assert {m.name: frozenset(m.roles) for m in cand.memory} == {k: v[1] for k, v in want_pools.items() if v[1]}
     assert _pool_view(ray_resources(plan).pools) == want_pools
 
     # render, for every framework that renders this method

@@ -29,6 +29,15 @@ class PlanBuilder:
         self.mapped: dict[str, str] = {}
         self.settings: dict[str, str] = {}
 
+    def split_total_length(self, key: str) -> None:
+        """A framework key that bounds prompt + response together (``extra['max_total_len']``,
+        set from ``key``) becomes the Plan's two lengths, split evenly, with a note."""
+        total = self.extra.get("max_total_len")
+        if total:
+            self.set("data.max_prompt_length", total // 2)
+            self.set("data.max_response_length", total - total // 2)
+            self.notes.append(f"{key} {total}: bounds prompt + response together; split evenly")
+
     # -- plan dict helpers
     def set(self, path: str, value: Any) -> None:
         cur = self.data

@@ -143,11 +143,7 @@ def _resolve_offline(b: PlanBuilder) -> None:
     else:
         b.set("data.train_batch_size", 128)  # train_dpo/train_rm/train_sft default --train.batch_size
         b.notes.append("--train.batch_size not set: OpenRLHF's default 128")
-    total = ex.get("max_total_len")
-    if total:
-        b.set("data.max_prompt_length", total // 2)
-        b.set("data.max_response_length", total - total // 2)
-        b.notes.append(f"--data.max_len {total}: bounds prompt + response together; split evenly")
+    b.split_total_length("--data.max_len")
     b.set("algorithm.kl_coef", 0.0)
     b.data.pop("critic", None)
     _pools(b)

@@ -143,11 +143,7 @@ def _resolve_sft(b: PlanBuilder) -> None:
     tb = b.get("data.train_batch_size")
     if tb:
         b.set("data.mini_batch_size", tb)
-    total = ex.get("max_total_len")
-    if total:
-        b.set("data.max_prompt_length", total // 2)
-        b.set("data.max_response_length", total - total // 2)
-        b.notes.append(f"data.max_length {total}: bounds prompt + response together; split evenly")
+    b.split_total_length("data.max_length")
     b.set("algorithm.kl_coef", 0.0)
     b.set("placement", {"mode": "colocated", "pools": []})
     if b.get("policy.model") == "unknown":

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from advisor.memory.models import PoolBudget
 from advisor.plan import Parallelism, Plan, Pool
 
 PhaseName = Literal[
@@ -56,18 +57,6 @@ class StepTime(BaseModel):
     assumptions: list[str] = Field(default_factory=list)
 
 
-class PoolHeadroom(BaseModel):
-    """Memory verdict for one pool (from advisor.memory.budget_memory when available)."""
-
-    pool: str
-    roles: list[str]
-    gpus: int
-    capacity_gib: float
-    peak_gib: float
-    headroom_gib: float
-    fits: bool
-    binding: str = ""
-
 
 class RuleViolation(BaseModel):
     """A framework or physical rule that rejects a candidate, with the reason and the source."""
@@ -89,7 +78,7 @@ class Candidate(BaseModel):
     rollout_tp: int
     rollout_engines: int
     time: StepTime
-    memory: list[PoolHeadroom] = Field(default_factory=list)
+    memory: list[PoolBudget] = Field(default_factory=list, description="budget_memory's verdict per pool.")
     fits: bool = True
     memory_checked: bool = False
     violations: list[RuleViolation] = Field(default_factory=list)
@@ -235,7 +224,7 @@ class PlacementReport(BaseModel):
         if self.best.memory:
             lines += ["", f"Memory per pool ({self.memory_source}):"]
             for m in self.best.memory:
-                lines.append(f"  {m.pool:<10} {m.gpus:>3} GPUs  peak {m.peak_gib:7.1f} / {m.capacity_gib:6.1f} GiB"
+                lines.append(f"  {m.name:<10} {m.gpus:>3} GPUs  peak {m.peak_gib:7.1f} / {m.capacity_gib:6.1f} GiB"
                              f"  headroom {m.headroom_gib:6.1f} GiB  {'fits' if m.fits else 'DOES NOT FIT'}")
         if self.rejected:
             lines += ["", f"Pruned ({sum(r.count for r in self.rejected)} of {self.candidates_considered}):"]

@@ -18,7 +18,8 @@ from pydantic import validate_call
 
 from advisor.errors import AdvisorError, FieldProblem
 from advisor.placement.enumerate import candidates
-from advisor.placement.models import (Candidate, CostEstimate, Layout, PlacementReport, PoolHeadroom, Rejection,
+from advisor.memory.models import PoolBudget
+from advisor.placement.models import (Candidate, CostEstimate, Layout, PlacementReport, Rejection,
                                       TimeModelInfo)
 from advisor.placement.resources import k8s_resources, ray_resources
 from advisor.placement.rules import check_plan
@@ -33,20 +34,15 @@ MEMORY_CHECK_LIMIT = 400
 # --------------------------------------------------------------------------- memory: one switchable call
 
 
-def memory_verdict(plan: Plan) -> tuple[bool, list[PoolHeadroom], str]:
-    """(fits, headroom per pool, source): budget_memory's phase-resolved verdict, per pool."""
+def memory_verdict(plan: Plan) -> tuple[bool, list[PoolBudget], str]:
+    """(fits, verdict per pool, source): budget_memory's phase-resolved verdict, per pool."""
     from advisor.memory import budget_memory
 
     try:
         budget = budget_memory(plan)
     except AdvisorError as exc:
         return False, [], f"budget_memory rejected the plan: {exc}"
-    pools = [PoolHeadroom(pool=p.name, roles=list(p.roles), gpus=p.gpus, capacity_gib=round(p.capacity_gib, 2),
-                          peak_gib=round(p.peak_gib, 2), headroom_gib=round(p.headroom_gib, 2), fits=p.fits,
-                          binding=f"{p.binding_phase}: {p.binding_term}"
-                          + (f" ({p.failed_check})" if getattr(p, "failed_check", None) else ""))
-             for p in budget.pools]
-    return bool(budget.fits), pools, MEMORY_SOURCE
+    return bool(budget.fits), list(budget.pools), MEMORY_SOURCE
 
 
 # --------------------------------------------------------------------------- explaining
@@ -208,8 +204,10 @@ def plan_placement(plan: Plan, price_per_gpu_hour: float | None = None, steps: i
         fits, mem, memory_source = memory_verdict(cand)
         if not fits:
             worst = min(mem, key=lambda m: m.headroom_gib) if mem else None
-            reject("memory", f"pool {worst.pool} peaks at {worst.peak_gib:.1f} of {worst.capacity_gib:.1f} GiB "
-                   f"({worst.binding})" if worst else memory_source, label, memory_source)
+            reject("memory", f"pool {worst.name} peaks at {worst.peak_gib:.1f} of {worst.capacity_gib:.1f} GiB "
+                   f"({worst.binding_phase}: {worst.binding_term}"
+                   + (f"; {worst.failed_check})" if worst.failed_check else ")") if worst else memory_source,
+                   label, memory_source)
             continue
         c = _candidate(label, cand, t)
         c.memory, c.fits, c.memory_checked = mem, True, True

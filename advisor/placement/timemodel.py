@@ -98,7 +98,7 @@ class Device:
 
 
 def device_for(plan: Plan) -> Device:
-    from advisor.catalog import get_gpu  # H1's catalog
+    from advisor.catalog import get_gpu
 
     gpu = get_gpu(plan.hardware.gpu, field="plan.hardware.gpu")
     gen5 = {g.lower() for g in constant("pcie_gen5_gpus")}

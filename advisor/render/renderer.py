@@ -64,15 +64,12 @@ def render_config(plan: Plan, framework: Framework | None = None,
 
 
 def _placement_notes(plan: Plan, notes: list[str]) -> None:
-    """Surface what H3's Ray resource plan says cannot be placed (Ray would wait forever)."""
+    """Surface what the placement's Ray resource plan says cannot be placed (Ray would wait forever)."""
+    from advisor.placement.resources import ray_resources
+
     if is_cpu(plan):
         return
-    try:
-        from advisor.placement.resources import ray_resources
-
-        rr = ray_resources(plan)
-    except Exception:  # noqa: BLE001 - unknown GPU etc.: rendering does not depend on it
-        return
+    rr = ray_resources(plan)
     notes.extend(f"ray placement: {p}" for p in rr.problems)
 
 
@@ -99,7 +96,7 @@ def _secrets(plan: Plan) -> list[str]:
     if "wandb" in plan.logging.backends:
         out.append(plan.logging.wandb_api_key_env)
     # Plan.env entries that are secrets (by name, e.g. HF_TOKEN, or by shape, e.g. hf_...) are
-    # required from the environment by name and never written into an artifact (H8).
+    # required from the environment by name and never written into an artifact.
     out += [k for k, v in sorted(plan.env.items()) if _is_secret(k, v) and k not in out]
     return out
 

@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
+from advisor.resolve import resolve
 from backends.follow import FileFollower
 from backends.protocol import CONSOLE_LOG, RunRecord
 
@@ -132,11 +133,9 @@ def entry_resources(rendered: Any) -> "Resources":
 
 
 def ray_resources(plan: Any) -> Any:
-    """The placement plan's Ray resources (None if advisor.placement is not available)."""
-    try:
-        from advisor.placement.resources import ray_resources as compute
-    except ImportError:
-        return None
+    """The placement plan's Ray resources: the one resource plan, computed by advisor.placement."""
+    from advisor.placement.resources import ray_resources as compute
+
     return compute(plan)
 
 
@@ -155,13 +154,12 @@ def base_spec(rendered: Any, plan: Any, *, run_id: str, run_dir: Path, backend: 
     argv = ["bash", entry.name] if entry.format == "shell" else ["python", entry.name]
     resources = entry_resources(rendered)
     if backend in ("ray", "k8s") and creates_placement_groups and \
-            str(plan.hardware.gpu).strip().lower() != "cpu":
+            not resolve(plan).is_cpu:
         rp = ray_resources(plan)
-        if rp is not None:
-            bundles = [{"GPU": float(b.GPU), "CPU": float(b.CPU)} for pool in rp.pools for b in pool.bundles]
-            strategies = {pool.strategy for pool in rp.pools}
-            resources.placement_bundles = bundles
-            resources.placement_strategy = next(iter(strategies)) if len(strategies) == 1 else "PACK"
+        bundles = [{"GPU": float(b.GPU), "CPU": float(b.CPU)} for pool in rp.pools for b in pool.bundles]
+        strategies = {pool.strategy for pool in rp.pools}
+        resources.placement_bundles = bundles
+        resources.placement_strategy = next(iter(strategies)) if len(strategies) == 1 else "PACK"
     planned: dict[str, Any] = {}
     if backend == "ray":
         planned = {"submission_id": run_id}  # chosen before submitting: a lost reply loses nothing
@@ -191,3 +189,21 @@ def metric_sources(plan: Any, framework: Any, run_dir: Path) -> tuple[list[str],
         return [str(Path(run_dir) / CONSOLE_LOG)], files.metrics_format
     p = Path(files.metrics_file)
     return [str(p if p.is_absolute() else Path(run_dir) / "work" / p)], files.metrics_format
+
+
+def framework_launch_spec(framework: Any, *, creates_placement_groups: bool = False,
+                          env: dict[str, str] | None = None):
+    """The ``launch_spec`` of one framework's adapter: its metric sources and log format from
+    ``advisor.run_files``, its extra environment, and whether it makes its own placement groups."""
+    from advisor.run_files import METRICS_FORMATS
+
+    log_format = METRICS_FORMATS[framework][1]
+
+    def launch_spec(rendered: Any, plan: Any, *, run_id: str, run_dir: Path, backend: str,
+                    options: dict[str, Any]) -> "LaunchSpec":
+        files, fmt = metric_sources(plan, framework, run_dir)
+        return base_spec(rendered, plan, run_id=run_id, run_dir=run_dir, backend=backend, options=options,
+                         metrics_files=files, metrics_format=fmt, log_format=log_format, env=env,
+                         creates_placement_groups=creates_placement_groups)
+
+    return launch_spec

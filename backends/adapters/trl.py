@@ -8,12 +8,9 @@ on this machine).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from advisor.plan import Framework
 from advisor.run_files import METRICS_FORMATS
-from backends.adapters import base_spec, metric_sources
+from backends.adapters import framework_launch_spec
 
 METRICS_FORMAT, LOG_FORMAT = METRICS_FORMATS[Framework.TRL]
 
@@ -23,9 +20,4 @@ ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE"
        "TRL_EXPERIMENTAL_SILENCE": "1", "WANDB_MODE": "disabled"}
 
 
-def launch_spec(rendered: Any, plan: Any, *, run_id: str, run_dir: Path, backend: str,
-                options: dict[str, Any]):
-    files, fmt = metric_sources(plan, Framework.TRL, run_dir)
-    return base_spec(rendered, plan, run_id=run_id, run_dir=run_dir, backend=backend,
-                     options=options, metrics_files=files, metrics_format=fmt,
-                     log_format=LOG_FORMAT, env=ENV)
+launch_spec = framework_launch_spec(Framework.TRL, env=ENV)
