@@ -13,7 +13,7 @@ import functools
 from importlib import resources
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from advisor import yamlio
 from advisor import rulebook
@@ -91,16 +91,35 @@ class _MethodSupport(BaseModel):
     note: str | None = None
 
 
+class _RenderRow(BaseModel):
+    entry: str | None = None
+    reason: str | None = None
+    rationale: str | None = None
+    source: str
+
+    @model_validator(mode="after")
+    def _one(self) -> "_RenderRow":
+        if (self.entry is None) == (self.reason is None):
+            raise ValueError("a render row has exactly one of entry (rendered) or reason (refused)")
+        return self
+
+
 class _FrameworkFacts(BaseModel):
     label: str
     release_checked: str
     verified: bool
-    renderable: bool
+    version: str | None = Field(None, description="The release render_config targets (renderable frameworks).")
+    render: dict[Method, _RenderRow] = Field(default_factory=dict)
     accelerators: list[Literal["cuda", "rocm", "tpu"]]
     summary: str
     methods: dict[Method, _MethodSupport]
     ecosystem_notes: dict[str, str] = Field(default_factory=dict)
     source: str
+
+    @property
+    def renderable(self) -> bool:
+        """render_config writes this framework's launch config (it has render rows)."""
+        return bool(self.render)
 
 
 _Rule = rulebook.ScoreRule[Framework]

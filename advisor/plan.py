@@ -77,10 +77,6 @@ class Framework(StrEnum):
     TRLX = "trlx"
 
 
-RENDERABLE_FRAMEWORKS = frozenset({Framework.VERL, Framework.OPENRLHF, Framework.TRL,
-                                   Framework.NEMO_RL})
-
-
 class Role(StrEnum):
     """The roles of an RLHF step: the four models (guide: the loop and the four roles) and the
     rollout engine that serves the policy's weights."""

@@ -291,11 +291,20 @@ def test_framework_plan_note_and_bad_input() -> None:
     assert exc.value.problems[0].field == "hardware.gpu"
 
 
-def test_renderable_frameworks_match_the_plan_vocabulary() -> None:
-    from advisor.plan import RENDERABLE_FRAMEWORKS
+def test_one_support_table_serves_choose_and_render() -> None:
+    """Render's matrix is the render rows of framework_facts.yaml; a pair render_config writes is
+    never one choose_framework calls unsupported, and every renderable framework has a row for
+    every method."""
+    from advisor.plan import Framework, Method
+    from advisor.render.common import renderable_frameworks, supported_pairs
 
     facts = load_framework_facts()
-    assert {f for f, ff in facts.frameworks.items() if ff.renderable} == set(RENDERABLE_FRAMEWORKS)
+    assert {f for f, ff in facts.frameworks.items() if ff.renderable} == set(renderable_frameworks()) \
+        == {Framework.VERL, Framework.OPENRLHF, Framework.TRL, Framework.NEMO_RL}
+    for fw in renderable_frameworks():
+        assert set(facts.frameworks[fw].render) == set(Method), fw
+    for fw, method in supported_pairs():
+        assert facts.support(fw, method).support != "none", (fw, method)
 
 
 # --------------------------------------------------------------------------- the data files

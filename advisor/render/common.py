@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from typing import Any
 
 
-from advisor import yamlio
 from advisor.errors import AdvisorError, FieldProblem
 from advisor.plan import Framework, Method, Plan
 from advisor.render.models import NotCarried
@@ -18,8 +16,18 @@ from advisor.resolve import ResolvedPool, resolve
 
 @cache
 def support_table() -> dict[str, Any]:
-    text = resources.files("advisor.render").joinpath("support.yaml").read_text(encoding="utf-8")
-    return yamlio.safe_load(text)
+    """The render rows of the one support table (advisor/data/framework_facts.yaml):
+    ``{"versions": {fw: release}, "matrix": {fw: {method: {entry|reason, ...}}}}``."""
+    from advisor.choose_framework import load_framework_facts
+
+    facts = load_framework_facts().frameworks
+    return {"versions": {f.value: ff.version for f, ff in facts.items() if ff.renderable},
+            "matrix": {f.value: {m.value: row.model_dump(exclude_none=True) for m, row in ff.render.items()}
+                       for f, ff in facts.items() if ff.renderable}}
+
+
+def renderable_frameworks() -> frozenset[Framework]:
+    return frozenset(Framework(f) for f in support_table()["matrix"])
 
 
 def framework_version(framework: Framework) -> str:

@@ -4,7 +4,7 @@ Pure: the Plan goes in, text comes out (the packaged templates are read once thr
 cached jinja environment). Each framework module maps the Plan to structure (an argv of Hydra
 overrides or flags, a config tree); the templates only lay that structure out, and every value
 passes through a quoting filter. Unsupported method x framework pairs are refused with the
-reason from the support matrix (advisor/render/support.yaml).
+reason from the one support table (advisor/data/framework_facts.yaml, render rows).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import Any
 import jinja2
 
 from advisor.errors import AdvisorError
-from advisor.plan import RENDERABLE_FRAMEWORKS, Framework, Method, Plan
+from advisor.plan import Framework, Method, Plan
 from advisor.render import k8s as k8s_map
 from advisor.render import nemo as nemo_map
 from advisor.render import openrlhf as orl_map
 from advisor.render import trl as trl_map
 from advisor.render import verl as verl_map
 from advisor.render.common import (Carry, derive, framework_version, is_cpu, memory_knob_lines,
-                                   rl_advisor_version, support_row)
+                                   renderable_frameworks, rl_advisor_version, support_row)
 from advisor.render.loader import environment
 from advisor.render.models import Artifact, RenderedConfig, VersionStamp
 from advisor.render.options import RenderOptions
@@ -40,10 +40,11 @@ def render_config(plan: Plan, framework: Framework | None = None,
     rendered (e.g. KTO on veRL: veRL 0.9.1 has no KTO trainer).
     """
     fw = Framework(framework) if framework is not None else plan.framework
-    if fw not in RENDERABLE_FRAMEWORKS:
-        raise AdvisorError(f"rl-advisor renders configs for {', '.join(sorted(f.value for f in RENDERABLE_FRAMEWORKS))}",
+    renderable = renderable_frameworks()
+    if fw not in renderable:
+        raise AdvisorError(f"rl-advisor renders configs for {', '.join(sorted(f.value for f in renderable))}",
                            field="framework", value=fw.value,
-                           allowed=", ".join(sorted(f.value for f in RENDERABLE_FRAMEWORKS)))
+                           allowed=", ".join(sorted(f.value for f in renderable)))
     support_row(fw, plan.method)  # refuses unsupported pairs with the documented reason
     options = options or RenderOptions()
     env = env or environment()
