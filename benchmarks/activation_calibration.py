@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="three shapes per fit, no compiled-entropy run")
     args = ap.parse_args(argv)
 
-    from advisor.memory.constants import const
+    from advisor.constants import const
 
     shapes = SHAPES_QUICK if args.quick else SHAPES_FULL
     print("1. training step and no-grad forward, bytes per token (peak above the model)")

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from advisor.memory.constants import const  # noqa: E402
+from advisor.constants import const  # noqa: E402
 from advisor.memory.terms import (backward_working_bytes_per_token, forward_working_bytes_per_token,  # noqa: E402
                                   param_parts, stored_activation_bytes_per_token)
 from advisor.plan import ModelSpec  # noqa: E402

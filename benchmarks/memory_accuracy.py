@@ -31,7 +31,7 @@ if str(REPO) not in sys.path:
 
 from advisor.catalog import get_gpu, resolve_role_model  # noqa: E402
 from advisor.memory import budget_memory  # noqa: E402
-from advisor.memory.constants import const  # noqa: E402
+from advisor.constants import const  # noqa: E402
 from advisor.memory.roles import backend_of  # noqa: E402
 from advisor.memory.terms import (GIB, accelerate_estimate, deepspeed_zero2_estimate,  # noqa: E402
                                   deepspeed_zero3_estimate, param_parts)

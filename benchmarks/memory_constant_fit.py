@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import numpy as np
 
-    from advisor.memory.constants import _table
+    from advisor.constants import _table
 
     table = _table()  # the cached table; values are set in place and restored at the end
     current = {k: float(table[k]["value"]) for k in FITTED}

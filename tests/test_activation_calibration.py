@@ -59,7 +59,7 @@ def test_forward_peak_matches_formula(bench):
 ])
 def test_logprob_path_bytes_match_constants(bench, path, constant):
     pytest.importorskip("trl")
-    from advisor.memory.constants import const
+    from advisor.constants import const
 
     got = bench.logits_bytes_per_element(path)
     assert abs(got - const(constant)) <= 0.3, f"{path}: measured {got:.2f} B/element, table {const(constant)}"

@@ -13,7 +13,7 @@ import pytest
 from advisor.catalog import get_model
 from advisor.errors import AdvisorError
 from advisor.memory import MemoryBudget, budget_memory
-from advisor.memory.constants import const
+from advisor.constants import const
 from advisor.memory.terms import GIB, kv_bytes_per_token
 from advisor.plan import plan_from_dict
 

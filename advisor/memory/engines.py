@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.memory.constants import const
+from advisor.constants import const
 from advisor.memory.terms import GIB, kv_bytes_per_token, mlp_width
 from advisor.plan import ModelSpec, Rollout
 

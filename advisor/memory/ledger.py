@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from advisor.memory.constants import const
+from advisor.constants import const
 from advisor.memory.engines import (EngineFootprint, hf_generate_footprint, sglang_footprint,
                                     usable_hbm_gib, vllm_footprint)
 from advisor.memory.models import (HostBudget, HostTerm, MemoryBudget, PhaseLedger, PoolBudget,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from advisor.memory.constants import const
+from advisor.constants import const
 from advisor.memory.terms import GIB, ParamParts, StateBytes, lora_params
 from advisor.plan import Framework, MemoryKnobs, ModelSpec, Plan, RoleModel
 

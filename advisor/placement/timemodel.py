@@ -47,6 +47,7 @@ from advisor import yamlio
 from advisor.errors import AdvisorError
 from advisor.placement.models import PhaseTime, StepTime
 from advisor.plan import ModelSpec, Parallelism, Plan, Pool, Role, RoleModel
+from advisor.constants import constant
 from advisor.memory.engines import rollout_kv_pool
 from advisor.resolve import resolve
 
@@ -65,11 +66,6 @@ def load_table() -> dict[str, Any]:
 def default_factors() -> dict[str, float]:
     """The fitted efficiency factors (name -> value)."""
     return {k: float(v["value"]) for k, v in load_table()["factors"].items()}
-
-
-def constant(name: str) -> Any:
-    row = load_table()["constants"][name]
-    return row["value"] if isinstance(row, dict) else row
 
 
 # --------------------------------------------------------------------------- resolved inputs
