@@ -93,7 +93,6 @@ class Derived:
     train_batch: int       # prompts per step
     mini_batch: int        # prompts per optimizer step
     micro: int             # sequences per fwd/bwd per GPU
-    gpus: int
     nodes: int
     gpus_per_node: int
     kl_coef: float
@@ -111,7 +110,7 @@ def derive(plan: Plan, notes: list[str]) -> Derived:
         notes.append("DAPO: algorithm.clip_ratio_high equals clip_ratio_low; rendered DAPO's clip-higher 0.28 "
                      "(Yu et al. 2025)")
     return Derived(n=b.n, train_batch=b.prompts, mini_batch=b.mini_batch, micro=b.micro_per_gpu,
-                   gpus=plan.hardware.total_gpus, nodes=plan.hardware.nodes,
+                   nodes=plan.hardware.nodes,
                    gpus_per_node=plan.hardware.gpus_per_node, kl_coef=b.kl_coef,
                    use_ref=rp.online and rp.uses_reference, clip_high=clip_high)
 
