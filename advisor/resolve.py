@@ -191,7 +191,7 @@ class ResolvedPlan(_Frozen):
         """The GPU catalog entry of ``hardware.gpu`` (AdvisorError naming the field when unknown)."""
         from advisor.catalog import get_gpu
 
-        return get_gpu(self.plan.hardware.gpu, field="plan.hardware.gpu")
+        return get_gpu(self.plan.hardware.gpu, field="hardware.gpu")
 
 
 # --------------------------------------------------------------------------- the rules

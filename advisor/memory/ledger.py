@@ -325,9 +325,7 @@ def _phase(name: str, pool: PoolSetup, states: dict[str, State], terms: list[Ter
 
 def build_ledger(plan: Plan) -> MemoryBudget:
     """Build every phase of every pool and the verdicts (without the fix ladder)."""
-    from advisor.catalog import get_gpu
-
-    gpu = get_gpu(plan.hardware.gpu, field="hardware.gpu")
+    gpu = resolve(plan).gpu
     cap = usable_hbm_gib(gpu.hbm_gib)
     notes: list[str] = []
     assumptions: list[str] = []

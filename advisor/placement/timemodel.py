@@ -94,9 +94,7 @@ class Device:
 
 
 def device_for(plan: Plan) -> Device:
-    from advisor.catalog import get_gpu
-
-    gpu = get_gpu(plan.hardware.gpu, field="plan.hardware.gpu")
+    gpu = resolve(plan).gpu
     gen5 = {g.lower() for g in constant("pcie_gen5_gpus")}
     host = constant("host_link_gbs_gen5") if gpu.name.lower() in gen5 else constant("host_link_gbs")
     return Device(
