@@ -10,13 +10,12 @@ writes a "why not" for every framework that did not win.
 from __future__ import annotations
 
 import functools
-from importlib import resources
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from advisor import yamlio
 from advisor import rulebook
+from advisor.choose_method import model_spec_for
 from advisor.errors import AdvisorError
 from advisor.plan import (OFFLINE_METHODS, ONLINE_METHODS, Ecosystem, Framework, Hardware, Method,
                           ModelSpec, Plan)
@@ -142,13 +141,7 @@ class FrameworkFacts(BaseModel):
 @functools.cache
 def load_framework_facts() -> FrameworkFacts:
     """Load and validate framework_facts.yaml (cached)."""
-    text = resources.files("advisor").joinpath("data", "framework_facts.yaml").read_text(encoding="utf-8")
-    table = FrameworkFacts.model_validate(yamlio.safe_load(text))
-    missing = set(Framework) - set(table.frameworks)
-    if missing:
-        raise ValueError(f"framework_facts.yaml: no entry for {sorted(f.value for f in missing)}")
-    rulebook.check_rule_table(table.rules, table.exclusions, FACTS, "framework_facts.yaml")
-    return table
+    return rulebook.load_rule_table("framework_facts.yaml", FrameworkFacts, "frameworks", Framework, FACTS)
 
 
 def support_matrix_markdown() -> str:
@@ -195,7 +188,7 @@ def choose_framework(method: Method | None = None, plan: Plan | None = None, har
         hardware = plan.hardware
     if ecosystem is None:
         ecosystem = plan.objective.ecosystem if plan is not None and plan.objective else Ecosystem.PYTORCH
-    spec = _model_spec(model, plan, notes)
+    spec = model_spec_for(model, plan, notes)
     facts = _facts(method, plan, hardware, spec, ecosystem, notes)
     table = load_framework_facts()
 
@@ -315,16 +308,3 @@ def _facts(method: Method, plan: Plan | None, hardware: Hardware | None, spec: M
         "ecosystem": ecosystem.value,
         "priority": objective.priority.value if objective else None,
     }
-
-
-def _model_spec(model: str | None, plan: Plan | None, notes: list[str]) -> ModelSpec | None:
-    from advisor.catalog import get_model, resolve_role_model
-
-    if model:
-        return get_model(model, field="model")
-    if plan is not None:
-        try:
-            return resolve_role_model(plan.policy, "policy")
-        except AdvisorError:
-            notes.append(f"policy model {plan.policy.model!r} is not in the catalog: model-size rules skipped")
-    return None

@@ -13,12 +13,10 @@ budget), the Plan (response length, LoRA, KL), the policy model (size, MoE) and 
 from __future__ import annotations
 
 import functools
-from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from advisor import yamlio
 from advisor import rulebook
 from advisor.errors import AdvisorError
 from advisor.plan import DataKind, Hardware, Method, ModelSpec, Objective, Plan, Role
@@ -127,15 +125,10 @@ class MethodRules(BaseModel):
 @functools.cache
 def load_method_rules() -> MethodRules:
     """Load and validate method_rules.yaml (cached). A bad fact or operator is a data bug."""
-    text = resources.files("advisor").joinpath("data", "method_rules.yaml").read_text(encoding="utf-8")
-    table = MethodRules.model_validate(yamlio.safe_load(text))
-    missing = set(Method) - set(table.methods)
-    if missing:
-        raise ValueError(f"method_rules.yaml: no entry for {sorted(m.value for m in missing)}")
+    table = rulebook.load_rule_table("method_rules.yaml", MethodRules, "methods", Method, FACTS)
     for m, f in table.methods.items():
         for i, req in enumerate(f.requires):
             rulebook.check_when(req, FACTS, f"methods.{m.value}.requires[{i}]")
-    rulebook.check_rule_table(table.rules, table.exclusions, FACTS, "method_rules.yaml")
     return table
 
 
@@ -216,7 +209,7 @@ def choose_method(objective: Objective | None = None, plan: Plan | None = None, 
         objective = plan.objective
     if hardware is None and plan is not None:
         hardware = plan.hardware
-    spec = _model_spec(model, plan, notes)
+    spec = model_spec_for(model, plan, notes)
     facts = _facts(objective, plan, spec, hardware, notes)
     table = load_method_rules()
 
@@ -273,7 +266,9 @@ def choose_method(objective: Objective | None = None, plan: Plan | None = None, 
                                 not_recommended=out, facts=facts, notes=notes)
 
 
-def _model_spec(model: str | None, plan: Plan | None, notes: list[str]) -> ModelSpec | None:
+def model_spec_for(model: str | None, plan: Plan | None, notes: list[str]) -> ModelSpec | None:
+    """The model the choose tools reason about: ``model`` (a catalog name, an error if unknown),
+    else the plan's policy (a note if the catalog does not know it: size rules are skipped)."""
     from advisor.catalog import get_model, resolve_role_model
 
     if model:
@@ -282,5 +277,5 @@ def _model_spec(model: str | None, plan: Plan | None, notes: list[str]) -> Model
         try:
             return resolve_role_model(plan.policy, "policy")
         except AdvisorError:
-            notes.append(f"policy model {plan.policy.model!r} is not in the catalog: size-based rules skipped")
+            notes.append(f"policy model {plan.policy.model!r} is not in the catalog: model-size rules skipped")
     return None

@@ -162,3 +162,23 @@ def rules_markdown(rules: Iterable[ScoreRule], exclusions: Iterable[Exclusion], 
         lines.append(f"| `{e.id}` | {describe(e.when)} | excludes {', '.join(_plain(getattr(e, targets)))} "
                      f"| {e.reason} | {e.source} |")
     return "\n".join(lines)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_rule_table(filename: str, model: type[M], entries: str, every: Iterable[Enum],
+                    known_facts: Iterable[str]) -> M:
+    """Load ``advisor/data/<filename>`` as ``model``, check it has an entry under ``entries`` for
+    ``every`` member (a method, a framework) and that its rules use known facts and operators."""
+    from importlib import resources
+
+    from advisor import yamlio
+
+    text = resources.files("advisor").joinpath("data", filename).read_text(encoding="utf-8")
+    table = model.model_validate(yamlio.safe_load(text))
+    missing = set(every) - set(getattr(table, entries))
+    if missing:
+        raise ValueError(f"{filename}: no entry for {sorted(_plain(list(missing)))}")
+    check_rule_table(table.rules, table.exclusions, known_facts, filename)  # type: ignore[attr-defined]
+    return table

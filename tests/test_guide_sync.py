@@ -78,9 +78,11 @@ def test_regeneration_changes_only_generated_blocks_and_reflects_the_data(monkey
         (fake / f.name).write_bytes(f.read_bytes())
     (fake / "method_rules.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     monkeypatch.setattr(regen, "DATA", fake)
+    from importlib import resources
+
     import advisor.choose_method as cm
 
-    original = cm.resources.files
+    original = resources.files
 
     class _Files:
         def __init__(self, pkg):
@@ -91,7 +93,7 @@ def test_regeneration_changes_only_generated_blocks_and_reflects_the_data(monkey
                 return fake / "method_rules.yaml"
             return self._real.joinpath(*parts)
 
-    monkeypatch.setattr(cm.resources, "files", _Files)
+    monkeypatch.setattr(resources, "files", _Files)
     try:
         fresh = regen.regenerate_text(page)
     finally:
