@@ -325,7 +325,7 @@ def test_constants_named_in_the_memory_prose_exist():
 # --------------------------------------------------------------------------- 4. openable sources
 
 # Files a user of the package cannot open: the project's research notes and its dev cases.
-UNSHIPPED = re.compile(r"(?<![\w/-])(?:diagnosis-rules\.md|perf-anchors\.md|research/[\w./-]+|"
+UNSHIPPED = re.compile(r"(?<![\w/-])(?:diagnosis-rules\.md|perf-anchors\.md|research/[\w./-]+|frameworks\.md §|"
                        r"cases? (?:verl|trl|nemorl|openrlhf|simplerl|easyr1|rllm|sglang|tinyzero)-[\w-]+)")
 
 
@@ -342,7 +342,7 @@ def _source_fields(node, path=""):
 
 
 @pytest.mark.parametrize("name", ["diagnosis_rules.yaml", "diagnosis_signatures.yaml",
-                                  "diagnosis_taxonomy.yaml", "method_rules.yaml"])
+                                  "diagnosis_taxonomy.yaml", "method_rules.yaml", "framework_facts.yaml"])
 def test_diagnosis_and_method_sources_are_openable(name):
     """A finding's or a method's source is a paper, framework doc/code or issue, never a file that
     does not ship (the project's research notes, its dev cases)."""
@@ -353,7 +353,8 @@ def test_diagnosis_and_method_sources_are_openable(name):
 
 @pytest.mark.parametrize("page", sorted(GUIDE.glob("*.md")) + [REPO / "SKILL.md"] +
                          [GUIDE / "reference" / f"{n}.md" for n in ("diagnosis-rules", "diagnosis-signatures",
-                                                                     "diagnosis-taxonomy", "method-rules")],
+                                                                     "diagnosis-taxonomy", "method-rules",
+                                                                     "framework-facts", "framework-rules")],
                          ids=lambda p: p.relative_to(REPO).as_posix())
 def test_guide_pages_cite_nothing_unshipped(page):
     found = UNSHIPPED.findall(page.read_text(encoding="utf-8"))
