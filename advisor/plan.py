@@ -217,9 +217,10 @@ class Hardware(Strict):
     nodes: int = Field(1, gt=0, le=4096)
     intra_node: Literal["nvlink", "pcie", "ici", "infinity_fabric"] | None = Field(
         None, description="GPU-to-GPU link inside a node; the catalog default when absent.")
-    inter_node_gbps: float = Field(400.0, gt=0, description="Per-node network bandwidth, Gbit/s.")
-    host_memory_gb: float = Field(1024.0, gt=0, description="Host RAM per node, GB.")
-    cpus_per_node: int = Field(96, gt=0)
+    # upper bounds: far beyond any machine, low enough that no byte count overflows a float
+    inter_node_gbps: float = Field(400.0, gt=0, le=1e6, description="Per-node network bandwidth, Gbit/s.")
+    host_memory_gb: float = Field(1024.0, gt=0, le=1e6, description="Host RAM per node, GB.")
+    cpus_per_node: int = Field(96, gt=0, le=1_000_000)
 
     @property
     def total_gpus(self) -> int:

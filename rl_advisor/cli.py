@@ -83,17 +83,17 @@ def _flag(name: str) -> str:
 
 def read_input(path: str, field: str, what: str = "file") -> str:
     """The text of a file, or of standard input when ``path`` is ``-``; errors name the flag."""
+    from advisor.yamlio import MAX_TEXT_CHARS, check_text_size
+    from rl_advisor.safe_paths import read_input_file
+
     if path == "-":
-        return sys.stdin.read()
+        text = sys.stdin.read(MAX_TEXT_CHARS + 1)  # bounded: `cat /dev/zero | ...` ends
+        check_text_size(text, field=field)
+        return text
     if not path:
         raise AdvisorError("empty path", field=field, value=path, allowed=f"a readable {what}, or - for stdin")
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise AdvisorError(f"cannot read {what}: {exc.strerror}", field=field, value=path,
-                           allowed=f"a readable {what}, or - for stdin") from None
-    except UnicodeDecodeError:
-        raise AdvisorError(f"not a UTF-8 text {what}", field=field, value=path) from None
+    # a regular file of at most 1 MiB: FIFOs and devices (/dev/zero) are refused, not read
+    return read_input_file(path, field=field, max_bytes=MAX_TEXT_CHARS)
 
 
 def _read_structured(text: str, field: str) -> Any:
@@ -101,14 +101,12 @@ def _read_structured(text: str, field: str) -> Any:
     path = Path(text)
     if not text.lstrip().startswith(("{", "[")) and path.suffix in (".yaml", ".yml", ".json") or \
             (len(text) < 4096 and "\n" not in text and path.is_file()):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise AdvisorError(f"cannot read file: {exc.strerror}", field=field, value=str(path)) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise AdvisorError(f"not valid JSON/YAML: {exc}", field=field, value=text[:80]) from None
+        from rl_advisor.safe_paths import read_input_file
+
+        text = read_input_file(path, field=field)
+    from advisor.yamlio import load_untrusted
+
+    return load_untrusted(text, field=field, allowed="JSON or YAML")
 
 
 # --------------------------------------------------------------------------- parser building

@@ -18,6 +18,10 @@ The rules (issue 9; MCP specification, Streamable HTTP, "Security Warning"):
   ``TransportSecuritySettings``): a browser page from a foreign origin gets 403, a foreign Host
   header gets 421. Loopback origins (``http://localhost:*``, ``http://127.0.0.1:*``,
   ``http://[::1]:*``) are accepted; more with ``--allowed-origin``.
+* **Slow and greedy clients are bounded**: a connection must send its request headers within
+  ``HEADER_TIMEOUT_S`` and is closed after ``IDLE_TIMEOUT_S`` idle between requests; MCP sessions
+  idle for ``SESSION_IDLE_TIMEOUT_S`` are closed; one client address may hold at most
+  ``MAX_SESSIONS_PER_CLIENT`` open sessions (429 beyond), the server ``MAX_SESSIONS`` in all.
 """
 
 from __future__ import annotations
@@ -34,6 +38,12 @@ from typing import Any
 from mcp.server.transport_security import TransportSecuritySettings
 
 from backends.data_folder import data_dir
+
+HEADER_TIMEOUT_S = 10.0
+IDLE_TIMEOUT_S = 15
+SESSION_IDLE_TIMEOUT_S = 15 * 60
+MAX_SESSIONS = 1000
+MAX_SESSIONS_PER_CLIENT = 128
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 WILDCARD = {"0.0.0.0", "::", ""}
@@ -155,6 +165,81 @@ class BearerTokenMiddleware:
         await self.app(scope, receive, send)
 
 
+class SessionCapMiddleware:
+    """ASGI middleware: at most ``per_client`` open MCP sessions per client address.
+
+    A session is counted from the response that hands out its ``mcp-session-id`` until a DELETE
+    ends it or it has been idle for ``idle_s`` (the session manager closes it then too). A request
+    that would open one more session gets 429 with a JSON error; open sessions are unaffected.
+    """
+
+    def __init__(self, app: Any, per_client: int = MAX_SESSIONS_PER_CLIENT,
+                 idle_s: float = SESSION_IDLE_TIMEOUT_S):
+        self.app, self.per_client, self.idle_s = app, per_client, idle_s
+        self._sessions: dict[str, dict[bytes, float]] = {}
+
+    def _live(self, client: str, now: float) -> dict[bytes, float]:
+        sessions = self._sessions.setdefault(client, {})
+        for sid in [s for s, seen in sessions.items() if now - seen > self.idle_s]:
+            del sessions[sid]
+        return sessions
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        import time
+
+        now = time.monotonic()
+        client = (scope.get("client") or ("?", 0))[0]
+        sessions = self._live(client, now)
+        sid = next((v for k, v in scope.get("headers") or [] if k.lower() == b"mcp-session-id"), None)
+        if sid is not None:
+            if scope.get("method") == "DELETE":
+                sessions.pop(sid, None)
+            elif sid in sessions:
+                sessions[sid] = now
+            await self.app(scope, receive, send)
+            return
+        if scope.get("method") == "POST" and len(sessions) >= self.per_client:
+            body = (b'{"error": "too_many_sessions", "message": "this client already holds the '
+                    b'maximum number of open MCP sessions; close one (DELETE) or reuse it"}')
+            await send({"type": "http.response.start", "status": 429,
+                        "headers": [(b"content-type", b"application/json"), (b"retry-after", b"60")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+
+        async def send_and_count(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                new = next((v for k, v in message.get("headers") or [] if k.lower() == b"mcp-session-id"), None)
+                if new is not None:
+                    sessions[new] = time.monotonic()
+            await send(message)
+
+        await self.app(scope, receive, send_and_count)
+
+
+def _guarded_h11() -> type:
+    """uvicorn's h11 protocol with a header timeout: a connection that has not sent a complete
+    request head within HEADER_TIMEOUT_S is closed (uvicorn only times out idle keep-alives)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeoutH11Protocol(H11Protocol):
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._head_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._head_timeout)
+
+        def _head_timeout(self) -> None:
+            if self.cycle is None and not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._head_timer.cancel()
+            super().connection_lost(exc)
+
+    return HeaderTimeoutH11Protocol
+
+
 def build_app(server: Any, host: str = "127.0.0.1", port: int = 8765,
               require_token: bool | None = None, *, allowed_origins: list[str] | None = None,
               allowed_hosts: list[str] | None = None) -> Any:
@@ -167,7 +252,10 @@ def build_app(server: Any, host: str = "127.0.0.1", port: int = 8765,
     if require_token is None:
         require_token = host not in LOOPBACK
     security = security_settings(host, port, allowed_origins, allowed_hosts)
-    app = server.streamable_http_app(transport_security=security, host=host)
+    app = server.streamable_http_app(transport_security=security, host=host,
+                                     session_idle_timeout=SESSION_IDLE_TIMEOUT_S,
+                                     max_sessions=MAX_SESSIONS)
+    app = SessionCapMiddleware(app)
     if require_token:
         app = BearerTokenMiddleware(app, load_or_create_token())
     return app
@@ -189,5 +277,6 @@ def serve_http(server: Any, host: str = "127.0.0.1", port: int = 8765, *,
         where = f"${TOKEN_ENV}" if os.environ.get(TOKEN_ENV) else str(token_file())
         print(f"rl-advisor-mcp: serving http://{_bracket(host)}:{port}/mcp; every request needs "
               f"'Authorization: Bearer <token>' with the token in {where}", file=sys.stderr)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning", http=_guarded_h11(),
+                timeout_keep_alive=IDLE_TIMEOUT_S)
     return 0

@@ -114,11 +114,32 @@ class AdvisorMCPServer(MCPServer):
             raise
 
 
-def _as_mcp_tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+CALL_TIME_LIMIT_S = 60.0
+"""Per-call time limit for a tool (``$RL_ADVISOR_CALL_TIMEOUT_S`` overrides it); launching and
+stopping runs (which may start a Ray head or wait for a job to end) get LONG_CALL_TIME_LIMIT_S."""
+LONG_CALL_TIME_LIMIT_S = 600.0
+_LONG_CALLS = {"launch_run", "stop_run", "diagnose_run"}
+
+
+def _time_limit(name: str) -> float:
+    import os
+
+    base = LONG_CALL_TIME_LIMIT_S if name in _LONG_CALLS else CALL_TIME_LIMIT_S
+    try:
+        value = float(os.environ.get("RL_ADVISOR_CALL_TIMEOUT_S", base))
+    except ValueError:
+        return base
+    return value if value > 0 else base
+
+
+def _as_mcp_tool(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
     """Wrap a tool so advisor errors reach the client as structured, field-naming errors.
 
     Calls run as an untrusted caller (``safe_paths``): file paths a client sends are confined
     to the allowed roots (cwd, data folder, $RL_ADVISOR_ALLOWED_ROOTS) after resolving symlinks.
+    A synchronous tool runs in a worker thread under a time limit (:func:`_time_limit`): past
+    it the client gets an error naming the limit and the server answers others as before. (A
+    Python thread cannot be killed; the inputs are bounded so the abandoned work ends too.)
     """
     inner = guarded(fn)
 
@@ -132,11 +153,24 @@ def _as_mcp_tool(fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise _tool_error(exc) from None
         return async_tool
 
+    limit = _time_limit(name or getattr(fn, "__name__", ""))
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with untrusted_caller():
+            return inner(*args, **kwargs)
+
     @functools.wraps(inner)
-    def tool(*args: Any, **kwargs: Any) -> Any:
+    async def tool(*args: Any, **kwargs: Any) -> Any:
+        import anyio
+
         try:
-            with untrusted_caller():
-                return inner(*args, **kwargs)
+            with anyio.fail_after(limit):
+                return await anyio.to_thread.run_sync(functools.partial(run, *args, **kwargs),
+                                                      abandon_on_cancel=True)
+        except TimeoutError:
+            raise _tool_error(AdvisorError(
+                f"the call did not finish within its time limit of {limit:g} s", field="(call)",
+                allowed="smaller inputs; $RL_ADVISOR_CALL_TIMEOUT_S sets the limit")) from None
         except AdvisorError as exc:
             raise _tool_error(exc) from None
     return tool
@@ -176,7 +210,7 @@ def _surface_tool(spec: ToolSpec, fn: Callable[..., Any]) -> Callable[..., Any]:
     """The function the server registers for a tool: the tool's own parameters plus ``detail``,
     answering the compact view of its result (``tool_surface.compact_result``) as structured
     content and the same JSON as text."""
-    inner = _as_mcp_tool(fn)
+    inner = _as_mcp_tool(fn, spec.name)
     hints = typing.get_type_hints(fn, include_extras=True)  # keep StrictBool etc.
     sig = inspect.signature(fn)
     params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values()]

@@ -157,6 +157,32 @@ def read_text(path: str | os.PathLike[str],
     return data.decode("utf-8", errors="replace")
 
 
+def read_input_file(path: str | os.PathLike[str], *, field: str = "path",
+                    max_bytes: int = 1 << 20) -> str:
+    """The text of a small input file a caller named (a Plan, a config): a regular file only
+    (a FIFO would block, ``/dev/zero`` would grow forever), at most ``max_bytes``, confined to the
+    allowed roots under an MCP call. Errors name ``field``."""
+    if confining():
+        resolve_allowed(path, field=field, want="file")
+    text = os.fspath(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(os.path.expanduser(text), flags)
+    except OSError as exc:
+        raise AdvisorError(f"cannot read file: {exc.strerror}", field=field, value=text,
+                           allowed="a readable regular file") from None
+    with io.FileIO(fd, "rb", closefd=True) as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise AdvisorError("not a regular file", field=field, value=text,
+                               allowed="a regular file (not a folder, FIFO, device or socket)")
+        os.set_blocking(fd, True)
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise AdvisorError(f"file larger than {max_bytes} bytes", field=field, value=text,
+                           allowed=f"a file of at most {max_bytes >> 10} KiB")
+    return data.decode("utf-8", errors="replace")
+
+
 def check_input_path(path: str | os.PathLike[str], *, field: str = "path", want: str = "any") -> Path:
     """A path a caller asked us to read: resolved and confined under an MCP call; for a local
     user only expanded (``~``) and required to exist."""
@@ -169,6 +195,9 @@ def check_input_path(path: str | os.PathLike[str], *, field: str = "path", want:
     if not p.exists():
         raise AdvisorError("no such file or directory", field=field, value=os.fspath(path),
                            allowed="an existing file or folder")
+    if not (p.is_file() or p.is_dir()):
+        raise AdvisorError("not a regular file or folder", field=field, value=os.fspath(path),
+                           allowed="a regular file or a folder (not a FIFO, device or socket)")
     return p
 
 
@@ -306,5 +335,5 @@ def _fd_path(fd: int) -> Path | None:
 
 
 __all__ = ["ROOTS_ENV", "allowed_roots", "resolve_allowed", "open_for_reading", "read_text",
-           "untrusted_caller", "confining", "check_input_path", "open_input", "writable_dir",
+           "untrusted_caller", "confining", "check_input_path", "read_input_file", "open_input", "writable_dir",
            "OutputDir", "open_output_dir"]

@@ -16,12 +16,14 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import sqlite3
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from pydantic import ValidationError
 
 from advisor.errors import AdvisorError, as_advisor_error
+from backends.registry import RegistryError
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,13 @@ def _labelled(exc: BaseException) -> AdvisorError:
     """An input-driven resource error as an AdvisorError that says what was too big."""
     if isinstance(exc, ValidationError):
         return as_advisor_error(exc)
+    if isinstance(exc, RegistryError):
+        return AdvisorError(str(exc), field="registry",
+                            allowed="a readable registry; move a corrupted registry.sqlite3 aside")
+    if isinstance(exc, sqlite3.DatabaseError):
+        return AdvisorError(f"the run registry cannot be read ({exc}); it may be corrupted: move "
+                            "registry.sqlite3 out of the data folder to start a new one",
+                            field="registry", allowed="a readable rl-advisor registry")
     if isinstance(exc, OverflowError):
         return AdvisorError("a number in the input is too large to compute with", field="(input)",
                             allowed="numbers within float range (|x| < 1.8e308)")
@@ -169,7 +178,8 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-_INPUT_ERRORS = (ValidationError, RecursionError, OverflowError, MemoryError)
+_INPUT_ERRORS = (ValidationError, RecursionError, OverflowError, MemoryError, sqlite3.DatabaseError,
+                 RegistryError)
 
 
 __all__ = ["TOOLS", "ToolSpec", "available_tools", "guarded", "AdvisorError"]

@@ -65,6 +65,20 @@ HOSTILE_STRINGS = [
     "null", "None", "NaN", "-1", "1e309", "0x10", "true", "[]", "{}",
     "--help", "-rf", "run-" + "0" * 64, "hf_" + "a" * 34, "sk-" + "b" * 48,
 ]
+# Bounded-work inputs (issue 14): YAML alias bombs, deep nesting, shell expansion bombs, numbers
+# beyond float range inside texts, Unicode identifiers where a shell needs ASCII.
+ALIAS_BOMB = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]\n" for i in range(1, 10))
+HOSTILE_TEXTS = [
+    ALIAS_BOMB, "num_generations: 8\n" + ALIAS_BOMB, "[" * 5000 + "]" * 5000, "{a: " * 3000 + "}" * 3000,
+    "learning_rate: 1e999999\nnum_generations: 99999999999999999999999999999999999999\n",
+    "A=xxxxxxxxxxxxxxxx\n" + "".join(f"{chr(66 + i)}=${chr(65 + i)}${chr(65 + i)}${chr(65 + i)}${chr(65 + i)}\n"
+                                     for i in range(20)) + "python3 -m verl.trainer.main_ppo x=$U\n",
+    "A=x$A\npython3 -m verl.trainer.main_ppo data.train_batch_size=$A x=$((" + "9*" * 400 + "9))\n",
+    "python3 -m openrlhf.cli.train_ppo_ray --actor.learning_rate 1e999 --train.batch_size " + "9" * 5000,
+    "ÄPFEL=1\nпеременная=2\npython3 -m verl.trainer.main_ppo data.train_batch_size=８\n",
+]
+HOSTILE_STRINGS += HOSTILE_TEXTS + ["ÄPFEL", "环境变量", "ＨＦ_TOKEN", "NAME\u200bX"]
 HOSTILE_NUMBERS = [0, -1, -(2**63), 2**63, 2**128, 1e308, -1e308, 1e-320, 0.5, -0.0,
                    math.nan, math.inf, -math.inf, 3.7, 10**30]
 
@@ -475,6 +489,56 @@ def test_error_payload_names_the_field() -> None:
             payload = json.loads(result.content[0].text)
             assert payload["error"] == "invalid_input"
             assert want in [p["field"] for p in payload["problems"]], payload
+
+
+def _hostile_plans() -> list[tuple[dict[str, Any], str]]:
+    """Plans with Unicode identifiers where a shell needs ASCII, and numbers beyond any machine
+    (or float range) in every numeric field of hardware/data/algorithm."""
+    out = []
+    for key in ("ÄPFEL", "环境变量", "ＨＦ_TOKEN", "NAME\u200bX", "1ABC", "A-B"):
+        plan = _liveness_plan()
+        plan["env"] = {key: "1"}
+        out.append((plan, "plan"))
+    for section in ("hardware", "data", "algorithm"):
+        base = _liveness_plan()
+        for name, value in list((base.get(section) or {}).items()):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                for huge in (10**30, 1e300, 2**64):
+                    plan = _liveness_plan()
+                    plan[section][name] = huge
+                    out.append((plan, ""))
+    return out
+
+
+def test_fuzz_bounded_work_inputs() -> None:
+    """Every text-taking tool gets every bounded-work text, every Plan-taking tool the hostile
+    Plans: no crash, no unlabelled error, each call answered in bounded time, Unicode env names
+    refused naming the Plan."""
+    with _session(build_server()) as (portal, client):
+        tools = portal.call(client.list_tools).tools
+        text_tools = [t for t in tools if "text" in (t.input_schema.get("properties") or {})]
+        plan_tools = [t.name for t in tools if "plan" in (t.input_schema.get("required") or [])]
+        assert {t.name for t in text_tools} >= {"import_config", "budget_memory_from_config",
+                                                "translate_config"}
+        tally = Tally()
+        for tool in text_tools:
+            extra = {"to_framework": "trl"} if tool.name == "translate_config" else {}
+            for text in HOSTILE_TEXTS:
+                t0 = time.perf_counter()
+                result = portal.call(client.call_tool, tool.name, {"text": text, **extra})
+                assert time.perf_counter() - t0 < 5, (tool.name, text[:60])
+                check(Call(tool.name, {"text": text[:80]}), result, tally)
+        for plan, must in _hostile_plans():
+            for tool, extra in (("validate_plan", {}), ("budget_memory", {}),
+                                ("render_config", {"validate": False})):
+                result = portal.call(client.call_tool, tool, {"plan": plan, **extra})
+                check(Call(tool, {"plan": "..."}, must_fail=[must] if must else []), result, tally)
+                if not result.is_error:  # accepted: numbers in the answer stay numbers
+                    assert "null" not in json.dumps(result.structured_content).replace(
+                        '": null', ""), (tool, plan.get("hardware"))
+        assert not portal.call(client.call_tool, "validate_plan", {"plan": _liveness_plan()}).is_error
+        assert plan_tools
+    _report(tally, "bounded-work inputs")
 
 
 @pytest.mark.integration

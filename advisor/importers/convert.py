@@ -3,6 +3,7 @@ raises ValueError with a message that import_config reports as "not understood".
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable
 
@@ -31,6 +32,8 @@ def _int(v: Any) -> int:
         f = float(str(v).strip().strip("'\""))
     except ValueError:
         raise ValueError(f"not an integer: {v!r}") from None
+    if not math.isfinite(f):
+        raise ValueError(f"not a finite integer: {str(v)[:40]!r}")
     if f != int(f):
         raise ValueError(f"not an integer: {v!r}")
     return int(f)
@@ -38,7 +41,10 @@ def _int(v: Any) -> int:
 
 def _float(v: Any) -> float:
     try:
-        return float(str(v).strip().strip("'\""))
+        f = float(str(v).strip().strip("'\""))
+        if not math.isfinite(f):
+            raise ValueError
+        return f
     except ValueError:
         raise ValueError(f"not a number: {v!r}") from None
 

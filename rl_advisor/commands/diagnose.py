@@ -39,10 +39,9 @@ def _run(ns: argparse.Namespace) -> int:
     try:
         plan = None
         if ns.plan:
-            try:
-                plan = plan_from_yaml(Path(ns.plan).read_text(encoding="utf-8"))
-            except OSError as exc:
-                raise AdvisorError(f"cannot read plan file: {exc.strerror}", field="--plan", value=ns.plan) from None
+            from rl_advisor.safe_paths import read_input_file
+
+            plan = plan_from_yaml(read_input_file(ns.plan, field="--plan"))
         if ns.run_id and ns.files:
             raise AdvisorError("give FILE(s) or --run-id, not both", field="FILE|--run-id")
         if ns.run_id:
