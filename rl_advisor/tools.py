@@ -17,13 +17,13 @@ import functools
 import importlib
 import inspect
 import sqlite3
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from pydantic import ValidationError
 
 from advisor.errors import AdvisorError, as_advisor_error
-from backends.registry import RegistryError
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def _labelled(exc: BaseException) -> AdvisorError:
     """An input-driven resource error as an AdvisorError that says what was too big."""
     if isinstance(exc, ValidationError):
         return as_advisor_error(exc)
-    if isinstance(exc, RegistryError):
+    if _is_registry_error(exc):
         return AdvisorError(str(exc), field="registry",
                             allowed="a readable registry; move a corrupted registry.sqlite3 aside")
     if isinstance(exc, sqlite3.DatabaseError):
@@ -165,21 +165,39 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
                 return scrub_obj(await fn(*args, **kwargs))
-            except _INPUT_ERRORS as exc:
-                raise _labelled(exc) from None
+            except (AdvisorError, KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:
+                if _input_error(exc):
+                    raise _labelled(exc) from None
+                raise
         return async_wrapper
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return scrub_obj(fn(*args, **kwargs))
-        except _INPUT_ERRORS as exc:
-            raise _labelled(exc) from None
+        except (AdvisorError, KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            if _input_error(exc):
+                raise _labelled(exc) from None
+            raise
     return wrapper
 
 
-_INPUT_ERRORS = (ValidationError, RecursionError, OverflowError, MemoryError, sqlite3.DatabaseError,
-                 RegistryError)
+def _is_registry_error(exc: object) -> bool:
+    """backends.registry.RegistryError, without importing the backends at start (tools/list
+    imports no tool module): if the module is not loaded, nothing raised one."""
+    mod = sys.modules.get("backends.registry")
+    return mod is not None and isinstance(exc, mod.RegistryError)
+
+
+def _input_error(exc: BaseException) -> bool:
+    return isinstance(exc, _INPUT_ERRORS) or _is_registry_error(exc)
+
+
+_INPUT_ERRORS = (ValidationError, RecursionError, OverflowError, MemoryError, sqlite3.DatabaseError)
 
 
 __all__ = ["TOOLS", "ToolSpec", "available_tools", "guarded", "AdvisorError"]
