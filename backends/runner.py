@@ -7,7 +7,12 @@ runner is a separate session, the exit status is recorded even if the CLI or MCP
 launched the run has died; only a SIGKILL of the runner itself leaves no ``exit.json``, and the
 local backend reports that case explicitly.
 
-Standard library only, no rl-advisor imports: it must start fast and work from any cwd.
+The entrypoint's stdout and stderr pass through the runner on their way to ``console.log``:
+each line (``\n`` or ``\r``, so tqdm bars too) goes through rl-advisor's one secret scrubber
+(``advisor/secrets.py``, standard library only, loaded from beside this file), so a token the
+trainer prints never lands in the run folder.
+
+Standard library only otherwise: it must start fast and work from any cwd.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 
@@ -33,6 +39,49 @@ def write_json_atomic(path: str, data: dict) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+MAX_SEGMENT = 1 << 16  # a line longer than this is scrubbed and written in pieces
+
+
+def _scrubber():
+    """advisor.secrets.scrub_text, imported from the package root beside backends/."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from advisor.secrets import scrub_text
+
+    return scrub_text
+
+
+def _copy_scrubbed(src: int, dst, scrub) -> None:
+    """Copy the child's output to ``dst`` line by line (``\n`` or ``\r``), each line scrubbed."""
+    pending = b""
+    while True:
+        try:
+            chunk = os.read(src, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        pending += chunk
+        cut = max(pending.rfind(b"\n"), pending.rfind(b"\r"))
+        if cut < 0 and len(pending) < MAX_SEGMENT:
+            continue
+        head, pending = (pending[:cut + 1], pending[cut + 1:]) if cut >= 0 else (pending, b"")
+        _write(dst, head, scrub)
+    if pending:
+        _write(dst, pending, scrub)
+    os.close(src)
+
+
+def _write(dst, data: bytes, scrub) -> None:
+    text = data.decode("utf-8", errors="replace")
+    try:
+        dst.write(scrub(text).encode("utf-8"))
+        dst.flush()
+    except OSError:
+        pass
 
 
 def _group_members() -> list[int]:
@@ -92,13 +141,27 @@ def main(argv: list[str] | None = None) -> int:
     os.umask(0o077)  # the run's files (status, outputs, checkpoints) are private to the user
     started = _now()
     try:
-        child = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+        scrub = _scrubber()
+    except Exception as exc:  # pragma: no cover - advisor/ always ships beside backends/
+        print(f"rl-advisor runner: secret scrubber unavailable ({exc}); output is not scrubbed",
+              file=sys.stderr, flush=True)
+        scrub = str
+    read_fd, write_fd = os.pipe()
+    try:
+        child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=write_fd,
+                                 stderr=subprocess.STDOUT)
     except OSError as exc:
+        os.close(read_fd)
+        os.close(write_fd)
         write_json_atomic(os.path.join(args.status_dir, "exit.json"), {
             "exit_code": 127, "signal": None, "error": f"could not start {command[0]!r}: {exc}",
             "started_at": started, "ended_at": _now()})
         print(f"rl-advisor runner: could not start {command[0]!r}: {exc}", file=sys.stderr)
         return 127
+    os.close(write_fd)  # the child (and what it starts) holds the only write end now
+    copier = threading.Thread(target=_copy_scrubbed, args=(read_fd, sys.stdout.buffer, scrub),
+                              daemon=True)
+    copier.start()
     write_json_atomic(os.path.join(args.status_dir, "runner.json"), {
         "runner_pid": os.getpid(), "child_pid": child.pid, "started_at": started})
 
@@ -121,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         except InterruptedError:  # pragma: no cover - PEP 475 retries, kept for clarity
             time.sleep(0.05)
     leftovers = _reap_group()
+    copier.join(10)  # the last lines reach console.log before exit.json says the run ended
     sig_name = None
     if rc < 0:
         try:

@@ -212,3 +212,16 @@ def test_cli_diagnose_json_and_html_return_no_secret(tmp_path: Path) -> None:
                           capture_output=True, text=True, env=env, timeout=120)
     assert text.returncode == 0, text.stderr
     _assert_clean(text.stdout + text.stderr, "diagnose (text)")
+
+
+def test_a_100k_deep_json_line_is_skipped_not_a_crash() -> None:
+    async def go():
+        async with Client(build_server()) as client:
+            line = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+            return await client.call_tool("diagnose_run", {"log_text": "step:1 - actor/entropy:1.0\n" + line +
+                                                           "\nstep:2 - actor/entropy:0.9\n"})
+
+    with start_blocking_portal() as portal:
+        result = portal.call(go)
+    assert not result.is_error, result.content
+    assert result.structured_content["lines_read"] == 3

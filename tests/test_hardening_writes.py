@@ -171,3 +171,57 @@ def test_run_folder_files_and_registry_are_private(rendered, tmp_path: Path) -> 
         assert mode == (0o700 if art["format"] == "shell" else 0o600), (art["name"], oct(mode))
     reg = RunRegistry(tmp_path / "reg" / "registry.sqlite3")
     assert stat.S_IMODE(reg.path.stat().st_mode) == 0o600
+
+
+def test_run_console_log_is_scrubbed_and_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a trainer prints goes through the one scrubber before it lands in console.log: a
+    token from the run's environment (known value) and token shapes (stderr too, tqdm's \\r)."""
+    import time
+
+    from backends.local import LocalBackend
+    from backends.protocol import LaunchSpec, RunRecord, RunState, utcnow
+
+    hf, gh = "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12", "ghp_" + "Q" * 36
+    monkeypatch.setenv("MY_SERVICE_PASSWORD", "correct-horse-battery-staple")
+    code = ("import os, sys\n"
+            f"print('token {hf}', flush=True)\n"
+            f"print('\\rclone https://x:{gh}@github.com', file=sys.stderr, flush=True)\n"
+            "print('pw', os.environ['MY_SERVICE_PASSWORD'])\nprint('done')\n")
+    run_dir = tmp_path / "run"
+    spec = LaunchSpec(run_id="r1", name="t", framework="trl", run_dir=str(run_dir),
+                      working_dir=str(run_dir / "work"), entrypoint=[sys.executable, "-c", code])
+    backend = LocalBackend()
+    ids = backend.submit(spec)
+    now = utcnow()
+    rec = RunRecord(run_id="r1", name="t", created_at=now, updated_at=now, backend="local",
+                    framework="trl", state=RunState.RUNNING, backend_ids=ids, run_dir=str(run_dir),
+                    log_paths={"console": str(run_dir / "console.log")})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not backend.status(rec).terminal:
+        time.sleep(0.1)
+    assert backend.status(rec).state == RunState.SUCCEEDED
+    log = (run_dir / "console.log").read_text(encoding="utf-8")
+    assert "done" in log and "<redacted>" in log
+    for secret in (hf, gh, "correct-horse-battery-staple"):
+        assert secret not in log
+    for name in ("console.log", "exit.json", "runner.json"):
+        assert stat.S_IMODE((run_dir / name).stat().st_mode) == 0o600, name
+    assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
+
+
+def test_run_folder_artifacts_match_the_registry_and_hold_no_secret(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from backends.registry import runs_root
+    from rl_advisor.launch_tools import _write_artifacts
+
+    hf = "hf_OnlyInThePlanNotInTheEnvironment99"
+    plan = _plan_dict()
+    plan["env"] = {"HF_TOKEN": hf, "DB_URL": "postgres://bob:hunter2pass@db/x", "PLAIN": "ok"}
+    rendered = render_config(plan_from_dict(plan))
+    run_dir = runs_root() / "r2"
+    artifacts = _write_artifacts(rendered, SimpleNamespace(run_dir=str(run_dir),
+                                                           working_dir=str(run_dir / "work")))
+    for art in artifacts:
+        on_disk = Path(art["path"]).read_text(encoding="utf-8")
+        assert on_disk == art["content"], art["name"]  # the record and the file agree
+        assert hf not in on_disk and "hunter2pass" not in on_disk, art["name"]

@@ -328,7 +328,7 @@ class LogReader:
         if body.startswith('{"'):
             try:
                 obj = json.loads(body)
-            except ValueError:
+            except (ValueError, RecursionError):  # a 100k-deep line is not a metric record
                 obj = None
             if isinstance(obj, dict):
                 if isinstance(obj.get("data"), dict):
