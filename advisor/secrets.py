@@ -25,6 +25,7 @@ process state it reads is ``os.environ`` (the values of secret-named variables),
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -183,14 +184,20 @@ def scrub_obj(obj: Any, extra_values: Iterable[str] = (), env: Mapping[str, str]
     """Like :func:`scrub`, but also through pydantic models (a tool's result): every string in
     the object graph is scrubbed and a model is copied only where something changed, so the
     result keeps its type (and its ``to_text``) without being validated again."""
-    values = sorted({*(v for v in extra_values if isinstance(v, str) and len(v) >= _MIN_SECRET_LEN),
-                     *secret_values(env)}, key=len, reverse=True)
+    values = tuple(sorted({*(v for v in extra_values if isinstance(v, str) and len(v) >= _MIN_SECRET_LEN),
+                           *secret_values(env)}, key=len, reverse=True))
     return _scrub_obj(obj, values, 0)
 
 
-def _scrub_obj(obj: Any, values: list[str], depth: int) -> Any:
+@functools.lru_cache(maxsize=8192)
+def _scrub_short(text: str, values: tuple[str, ...]) -> str:
+    """Tool results repeat the same short strings (catalog names, keys, notes) call after call."""
+    return scrub_text(text, values, env={})
+
+
+def _scrub_obj(obj: Any, values: tuple[str, ...], depth: int) -> Any:
     if isinstance(obj, str):
-        new = scrub_text(obj, values, env={})
+        new = _scrub_short(obj, values) if len(obj) <= 512 else scrub_text(obj, values, env={})
         return obj if new == obj else new
     if depth > 200 or obj is None or isinstance(obj, (bool, int, float, bytes)):
         return obj
