@@ -99,7 +99,7 @@ class RunNotFound(RegistryError, KeyError):
 def new_run_id(name: str = "run") -> str:
     """Sortable, unique, readable: ``20261130-095501-grpo-demo-3f9a1c``."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    slug = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")[:32] or "run"
+    slug = "".join(c if c.isascii() and c.isalnum() else "-" for c in name.lower()).strip("-")[:32] or "run"
     while "--" in slug:
         slug = slug.replace("--", "-")
     return f"{stamp}-{slug}-{secrets.token_hex(3)}"

@@ -225,3 +225,10 @@ def test_a_100k_deep_json_line_is_skipped_not_a_crash() -> None:
         result = portal.call(go)
     assert not result.is_error, result.content
     assert result.structured_content["lines_read"] == 3
+
+
+def test_run_ids_stay_ascii_for_unicode_plan_names() -> None:
+    from backends.registry import new_run_id
+
+    run_id = new_run_id("grpo-日本語-Ωmega-ＡＢＣ")
+    assert run_id.isascii() and "grpo" in run_id
