@@ -50,6 +50,8 @@ class GPUSpec(BaseModel):
     intra_node_link: Literal["nvlink", "pcie", "infinity_fabric", "ici"]
     intra_node_bandwidth_gbs: float = Field(..., gt=0, description="GB/s per GPU, one direction.")
     gpus_per_node: int = Field(8, gt=0)
+    bf16_supported: bool = Field(True, description="False for pre-Ampere cards (V100): bf16_tflops is "
+                                 "then the FP16 tensor peak and training runs in fp16.")
     source: str = Field(..., min_length=10)
 
     @property
@@ -97,6 +99,27 @@ def get_gpu(name: str, field: str = "hardware.gpu") -> GPUSpec:
     if key in index:
         return by_name[index[key]]
     raise _unknown(field, name, index, by_name.keys(), "GPU")
+
+
+def hardware_gpu(hardware: Any, field: str = "hardware.gpu") -> GPUSpec:
+    """The GPU of a Plan's ``hardware``: its ``gpu_spec`` numbers when given (a card the catalog
+    does not list, or the user's own measurements), else the catalog row for ``hardware.gpu``."""
+    numbers = getattr(hardware, "gpu_spec", None)
+    if numbers is None:
+        try:
+            return get_gpu(hardware.gpu, field=field)
+        except AdvisorError as err:
+            err.problems[0].allowed = (err.problems[0].allowed or "") + (
+                "; or describe the card by its numbers in hardware.gpu_spec (memory_gib, bandwidth_tbs, "
+                "bf16_tflops, link, link_gbs)")
+            raise
+    form = {"nvlink": "sxm", "infinity_fabric": "oam", "ici": "tpu"}.get(numbers.link, "pcie")
+    return GPUSpec(name=hardware.gpu, vendor="user", family=numbers.family, form_factor=form,
+                   memory_type="unknown", hbm_gib=numbers.memory_gib, hbm_bandwidth_tbs=numbers.bandwidth_tbs,
+                   bf16_tflops=numbers.bf16_tflops, fp8_tflops=numbers.fp8_tflops,
+                   intra_node_link=numbers.link, intra_node_bandwidth_gbs=numbers.link_gbs,
+                   gpus_per_node=hardware.gpus_per_node,
+                   source=numbers.source or "the plan's hardware.gpu_spec (user-given numbers)")
 
 
 # --------------------------------------------------------------------------- models
@@ -180,9 +203,28 @@ def resolve_role_model(rm: RoleModel, field: str) -> ModelSpec:
     _, index = _model_table()
     by_name = _model_table()[0]
     err = _unknown(f"{field}.model", rm.model, index, by_name.keys(), "model")
-    err.problems[0].allowed = (err.problems[0].allowed or "") + \
-        f"; or give {field}.spec (exact dimensions) or a local config.json (rl-advisor import of HF config)"
+    err.problems[0].allowed = (err.problems[0].allowed or "") + (
+        f"; or a Hugging Face hub id (org/name), a local model folder or a config.json path as "
+        f"{field}.model, or exact dimensions as {field}.spec")
     raise err
+
+
+def weights_path_for(name: str) -> str | None:
+    """Where a catalog model's weights are on the hub, for rendering when a role gives no
+    ``path``: the catalog row's ``org/`` and the name as written, when the name is the row's hub
+    name or a variant of it (``Qwen2.5-7B-Instruct`` -> ``Qwen/Qwen2.5-7B-Instruct``). None for
+    other aliases (``DeepSeek-R1-Distill-Llama-8B`` shares Llama-3.1-8B's shape, not its org), for
+    names the catalog does not know and for paths."""
+    if not name or "/" in name or name.startswith(("~", ".")):
+        return None
+    by_name, index = _model_table()
+    hit = index.get(_norm(name))
+    if hit is None:
+        return None
+    org, _, repo = by_name[hit].hf_id.partition("/")
+    if not _norm(name).startswith(_norm(repo)):
+        return None
+    return f"{org}/{name.strip()}"
 
 
 def _unknown(field: str, value: str, index: dict[str, str], names: Any, what: str) -> AdvisorError:
@@ -206,18 +248,25 @@ def count_params(spec: ModelSpec) -> int:
     Dispatches on ``spec.architecture`` (the HF model_type): deepseek_v3 -> MLA+MoE formula,
     opt -> OPT formula, everything else -> the pre-norm decoder formula (Llama family).
     """
-    return _FAMILY.get(spec.architecture, _decoder_params)(spec, active=False)
+    return _FAMILY.get(spec.architecture, _decoder_params)(spec, active=False) + spec.vision_params
 
 
 def count_active_params(spec: ModelSpec) -> int:
     """Parameters used for one token: total minus the routed experts that are not selected
     (routers, shared experts, attention, embeddings and head all count). Equals
-    count_params for dense models."""
-    return _FAMILY.get(spec.architecture, _decoder_params)(spec, active=True)
+    count_params for dense models. A VLM's vision tower counts in both.
+
+    Model cards often quote active parameters without the input embedding table (GPT-OSS-20B
+    "3.6B", DeepSeek-V2-Lite "2.4B"); this count includes it, as the memory of a step does."""
+    return _FAMILY.get(spec.architecture, _decoder_params)(spec, active=True) + spec.vision_params
 
 
 # Families whose HF ``attention_bias`` flag puts a bias on o_proj as well as q/k/v.
-_O_BIAS_WITH_QKV = frozenset({"llama", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2"})
+_O_BIAS_WITH_QKV = frozenset({"llama", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2",
+                              "gpt_oss"})
+# Families whose q/k RMSNorm spans all heads (OLMo-2: q_norm over H*d, k_norm over K*d) rather
+# than one head_dim shared by every head (Qwen3, Gemma-3).
+_QK_NORM_FULL = frozenset({"olmo2"})
 # Families with four RMSNorms per layer (pre/post attention, pre/post feed-forward).
 _SANDWICH_NORM = frozenset({"gemma2", "gemma3_text"})
 
@@ -226,14 +275,17 @@ def _decoder_params(s: ModelSpec, active: bool) -> int:
     """Pre-norm decoder with RMSNorm, RoPE and a gated (SwiGLU/GeGLU) MLP or a routed MoE.
 
     Mirrors ``transformers.models.{llama,mistral,qwen2,qwen3,qwen3_moe,mixtral,gemma2,
-    gemma3}.modeling_*``:
+    gemma3,phi3,olmo2,gpt_oss,qwen2_5_vl}.modeling_*`` (Phi-3's fused qkv_proj and gate_up_proj
+    hold the same weights as separate projections):
       embed  V*h                                  (+ lm_head V*h unless tied)
       attn   h*(H+2K)*d + H*d*h                   q/k/v/o projections, d = head_dim
              + (H+2K)*d  if qkv bias (+ h for o_proj in llama/qwen3/gemma attention_bias)
-             + 2*d       if q/k RMSNorm (Qwen3, Gemma-3)
+             + 2*d       if q/k RMSNorm (Qwen3, Gemma-3); (H+K)*d for OLMo-2's full-width norms
+             + H         GPT-OSS attention sinks (one logit per head)
       mlp    3*h*I                                gate, up, down
       moe    h*E + E*3*h*I_moe                    router + experts (active: k experts)
              + 3*h*I_moe*S                        shared experts (S of them)
+             + E + E*(2*I_moe + h)                GPT-OSS router and expert biases
       norms  2*h per layer (4*h for Gemma-2/3 sandwich norms) + h final
     """
     h, H, K, d = s.hidden_size, s.num_heads, s.num_kv_heads, s.head_dim
@@ -243,13 +295,17 @@ def _decoder_params(s: ModelSpec, active: bool) -> int:
         if s.architecture in _O_BIAS_WITH_QKV:
             attn += h
     if s.qk_norm:
-        attn += 2 * d
+        attn += (H + K) * d if s.architecture in _QK_NORM_FULL else 2 * d
+    gpt_oss = s.architecture == "gpt_oss"
+    if gpt_oss:
+        attn += H
     norms = (4 if s.architecture in _SANDWICH_NORM else 2) * h
     dense_mlp = 3 * h * s.intermediate_size
     if s.is_moe:
         experts = s.experts_per_token if active else s.num_experts
-        moe_mlp = h * s.num_experts + experts * 3 * h * s.moe_intermediate_size \
-            + s.num_shared_experts * 3 * h * s.moe_intermediate_size
+        one_expert = 3 * h * s.moe_intermediate_size + (2 * s.moe_intermediate_size + h if gpt_oss else 0)
+        moe_mlp = h * s.num_experts + experts * one_expert \
+            + s.num_shared_experts * 3 * h * s.moe_intermediate_size + (s.num_experts if gpt_oss else 0)
         n_dense = s.first_k_dense_layers
         mlp_total = n_dense * dense_mlp + (s.num_layers - n_dense) * moe_mlp
     else:
@@ -259,9 +315,10 @@ def _decoder_params(s: ModelSpec, active: bool) -> int:
 
 
 def _mla_moe_params(s: ModelSpec, active: bool) -> int:
-    """DeepSeek-V3 (and R1): Multi-head Latent Attention + DeepSeekMoE.
+    """DeepSeek-V2/V3 (and R1): Multi-head Latent Attention + DeepSeekMoE.
 
-    Mirrors ``transformers.models.deepseek_v3.modeling_deepseek_v3`` (DeepseekV3Attention,
+    Mirrors ``transformers.models.deepseek_v{2,3}.modeling_deepseek_v{2,3}`` (V2-Lite has no
+    q LoRA: q_lora_rank 0) (DeepseekV3Attention,
     DeepseekV3MoE, DeepseekV3TopkRouter); the multi-token-prediction layer of the released
     checkpoint is not built by transformers and not counted. ``e_score_correction_bias`` is a
     buffer, not a parameter.
@@ -309,12 +366,14 @@ def _opt_params(s: ModelSpec, active: bool) -> int:
 
 
 _FAMILY = {
+    "deepseek_v2": _mla_moe_params,
     "deepseek_v3": _mla_moe_params,
     "opt": _opt_params,
 }
 
 SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma",
-                           "gemma2", "gemma3_text", "deepseek_v3", "opt")
+                           "gemma2", "gemma3_text", "deepseek_v2", "deepseek_v3", "opt", "phi3", "olmo2",
+                           "gpt_oss", "qwen2_5_vl", "qwen2_vl", "gemma3")
 """model_types whose count is exact (checked against transformers); other pre-norm decoders use
 the Llama formula as an approximation."""
 
@@ -322,25 +381,74 @@ the Llama formula as an approximation."""
 # --------------------------------------------------------------------------- HF config.json
 
 
-def spec_from_hf_config(config: dict[str, Any], name: str | None = None) -> ModelSpec:
+# Qwen-family configs carry a sliding_window value that applies only when use_sliding_window is
+# true, and then only to layers at or above max_window_layers.
+_QWEN_WINDOW = frozenset({"qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen2_5_vl", "qwen2_vl"})
+# Text model_types of vision-language wrappers, mapped to the family whose formula counts them.
+_TEXT_OF_VLM = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2_5_vl", "qwen2_vl": "qwen2_vl"}
+_QKV_BIAS_ALWAYS = frozenset({"qwen2", "qwen2_moe", "qwen2_5_vl", "qwen2_vl", "opt"})
+_QK_NORM = frozenset({"qwen3", "qwen3_moe", "gemma3_text", "olmo2"})
+_TIED_BY_DEFAULT = frozenset({"opt", "gemma", "gemma2", "gemma3_text"})
+
+
+def _sliding_layers(cfg: dict[str, Any], model_type: str, layers: int) -> tuple[int, int]:
+    """(window, layers that use it) from a config, following each family's config class:
+    an explicit ``layer_types`` list wins; Gemma-2 alternates (even layers local); Gemma-3 has
+    one global layer in every ``sliding_window_pattern`` (6); Qwen uses the window only with
+    ``use_sliding_window`` and from ``max_window_layers`` up; Mistral, Mixtral and Phi-3 apply it
+    to every layer. Sources: transformers ``configuration_{gemma2,gemma3,qwen2,mistral}.py``."""
+    window = int(cfg.get("sliding_window") or 0)
+    if not window:
+        return 0, 0
+    if model_type in _QWEN_WINDOW and not cfg.get("use_sliding_window"):
+        return 0, 0
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and types:
+        n = sum(1 for t in types[:layers] if t == "sliding_attention")
+    elif model_type in ("gemma2", "gpt_oss"):
+        n = (layers + 1) // 2
+    elif model_type == "gemma3_text":
+        n = layers - layers // max(int(cfg.get("sliding_window_pattern") or 6), 1)
+    elif model_type in _QWEN_WINDOW:
+        n = layers - min(int(cfg.get("max_window_layers") or 0), layers)
+    else:
+        n = layers
+    return (window, n) if n else (0, 0)
+
+
+def spec_from_hf_config(config: dict[str, Any], name: str | None = None,
+                        vision_params: int | None = None) -> ModelSpec:
     """Convert a Hugging Face ``config.json`` (already parsed) into a ModelSpec.
 
-    Multimodal wrappers (Gemma-3, Qwen2.5-VL style) are unwrapped to their ``text_config``.
-    Missing or malformed keys raise AdvisorError naming the config key.
+    Vision-language wrappers (Gemma-3, Qwen2-VL, Qwen2.5-VL) are read from their ``text_config``
+    (or their top level when the text keys live there); their vision tower must be counted by the
+    caller (``vision_params``: rl_advisor.hfconfig counts it with transformers on the meta
+    device), else the config is refused with the reason. Missing or malformed keys raise
+    AdvisorError naming the config key.
     """
     if not isinstance(config, dict):
         raise AdvisorError("a config.json must be a JSON object", field="config",
                            value=type(config).__name__)
     cfg = dict(config)
+    outer_type = str(cfg.get("model_type") or "")
+    has_vision = isinstance(cfg.get("vision_config"), dict)
     if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
         outer_name = cfg.get("_name_or_path") or name
-        cfg = {**cfg["text_config"], "_name_or_path": outer_name}
-    model_type = str(cfg.get("model_type") or "")
-    if model_type == "gemma3":
-        model_type = "gemma3_text"
+        inherited = {k: cfg[k] for k in ("tie_word_embeddings",) if k in cfg}
+        cfg = {**inherited, **cfg["text_config"], "_name_or_path": outer_name}
+    model_type = str(cfg.get("model_type") or outer_type)
+    if outer_type in _TEXT_OF_VLM:
+        model_type = _TEXT_OF_VLM[outer_type]
     if not model_type:
         raise AdvisorError("config.json has no model_type", field="config.model_type",
                            allowed="an HF config with model_type, e.g. " + ", ".join(SUPPORTED_ARCHITECTURES))
+    if has_vision and vision_params is None:
+        raise AdvisorError(
+            f"{outer_type or model_type} is a vision-language model: its vision tower must be counted "
+            "and that needs transformers (the 'train' extra) to build it on the meta device",
+            field="config.vision_config", value=outer_type,
+            allowed="install transformers (pip install 'rl-advisor[train]'), or give the role's spec "
+                    "with vision_params, or point at a text-only checkpoint")
 
     def need(key: str, *alts: str) -> Any:
         for k in (key, *alts):
@@ -353,21 +461,26 @@ def spec_from_hf_config(config: dict[str, Any], name: str | None = None) -> Mode
     heads = int(need("num_attention_heads", "n_head"))
     kv_heads = int(cfg.get("num_key_value_heads") or heads)
     head_dim = int(cfg.get("head_dim") or hidden // heads)
+    layers = int(need("num_hidden_layers", "n_layer"))
+    window, window_layers = _sliding_layers(cfg, model_type, layers)
     spec: dict[str, Any] = {
         "name": name or cfg.get("_name_or_path") or model_type,
         "architecture": model_type,
         "hidden_size": hidden,
-        "num_layers": int(need("num_hidden_layers", "n_layer")),
+        "num_layers": layers,
         "num_heads": heads,
         "num_kv_heads": kv_heads,
         "head_dim": head_dim,
         "intermediate_size": int(cfg.get("intermediate_size") or cfg.get("ffn_dim") or 0),
         "vocab_size": int(need("vocab_size")),
-        "tie_embeddings": bool(cfg.get("tie_word_embeddings", model_type in ("opt", "gemma", "gemma2", "gemma3_text"))),
-        "qkv_bias": bool(cfg.get("attention_bias", False)) or model_type in ("qwen2", "opt"),
-        "qk_norm": model_type in ("qwen3", "qwen3_moe", "gemma3_text"),
+        "tie_embeddings": bool(cfg.get("tie_word_embeddings", model_type in _TIED_BY_DEFAULT)),
+        "qkv_bias": bool(cfg.get("attention_bias", False)) or model_type in _QKV_BIAS_ALWAYS,
+        "qk_norm": model_type in _QK_NORM,
         "max_position_embeddings": int(cfg.get("max_position_embeddings") or 32768),
         "attention": "mha" if kv_heads == heads else "gqa",
+        "sliding_window": window,
+        "sliding_window_layers": window_layers,
+        "vision_params": int(vision_params or 0),
         "source": "config.json",
     }
     if model_type == "opt":
@@ -376,15 +489,15 @@ def spec_from_hf_config(config: dict[str, Any], name: str | None = None) -> Mode
             raise AdvisorError("OPT configs with word_embed_proj_dim != hidden_size or post-norm "
                                "(OPT-350M) are not supported", field="config.word_embed_proj_dim",
                                value=proj, allowed=f"{hidden} (= hidden_size)")
-    if model_type in ("qwen3_moe", "qwen2_moe", "mixtral"):
+    if model_type in ("qwen3_moe", "qwen2_moe", "mixtral", "gpt_oss"):
         experts = int(cfg.get("num_experts") or cfg.get("num_local_experts") or 0)
-        spec.update(num_experts=experts, experts_per_token=int(need("num_experts_per_tok")),
+        spec.update(num_experts=experts, experts_per_token=int(need("num_experts_per_tok", "experts_per_token")),
                     moe_intermediate_size=int(cfg.get("moe_intermediate_size") or spec["intermediate_size"]))
         if model_type == "qwen3_moe" and not cfg.get("mlp_only_layers") and int(cfg.get("decoder_sparse_step", 1)) == 1:
             spec["intermediate_size"] = 0
-        if model_type == "mixtral":
+        if model_type in ("mixtral", "gpt_oss"):
             spec["intermediate_size"] = 0
-    if model_type in ("deepseek_v3",):
+    if model_type in ("deepseek_v2", "deepseek_v3"):
         spec.update(
             attention="mla", num_experts=int(need("n_routed_experts")),
             experts_per_token=int(need("num_experts_per_tok")),

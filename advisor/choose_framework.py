@@ -285,11 +285,11 @@ def _rule_text(rule_id: str) -> str:
 
 def _facts(method: Method, plan: Plan | None, hardware: Hardware | None, spec: ModelSpec | None,
            ecosystem: Ecosystem, notes: list[str]) -> dict[str, Any]:
-    from advisor.catalog import get_gpu
+    from advisor.catalog import hardware_gpu
 
     family = None
     if hardware is not None:
-        family = get_gpu(hardware.gpu, field="hardware.gpu").family
+        family = hardware_gpu(hardware).family
     else:
         family = "cuda"
         notes.append("hardware not given: assuming NVIDIA (CUDA) GPUs and leaving scale rules out")

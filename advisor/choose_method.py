@@ -143,7 +143,7 @@ def rules_markdown() -> str:
 
 def _facts(objective: Objective, plan: Plan | None, spec: ModelSpec | None,
            hardware: Hardware | None, notes: list[str]) -> dict[str, Any]:
-    from advisor.catalog import get_gpu
+    from advisor.catalog import hardware_gpu
 
     f: dict[str, Any] = {
         "task": objective.task.value,
@@ -162,7 +162,7 @@ def _facts(objective: Objective, plan: Plan | None, spec: ModelSpec | None,
     }
     gpu = None
     if hardware is not None:
-        gpu = get_gpu(hardware.gpu, field="hardware.gpu")
+        gpu = hardware_gpu(hardware)
         f["total_gpus"] = hardware.total_gpus
         f["accelerator_family"] = gpu.family
     if spec is not None:

@@ -190,6 +190,14 @@ class ModelSpec(Strict):
     qk_nope_head_dim: int = Field(0, ge=0)
     qk_rope_head_dim: int = Field(0, ge=0)
     v_head_dim: int = Field(0, ge=0)
+    # Sliding-window attention (Mistral v0.1, Gemma-2/3, GPT-OSS, Phi-3): the KV cache of these
+    # layers holds at most ``sliding_window`` tokens.
+    sliding_window: int = Field(0, ge=0, description="Tokens a sliding-window layer attends to; 0 = none.")
+    sliding_window_layers: int = Field(0, ge=0, description="How many layers use the sliding window "
+                                       "(the rest attend to the full context).")
+    # Vision-language models: the vision tower and projector, held and trained with the LM.
+    vision_params: int = Field(0, ge=0, description="Parameters of a VLM's vision tower and projector "
+                               "(counted in weights, gradients and optimizer state).")
     params: int | None = Field(None, gt=0, description="Total parameters; computed when absent.")
     active_params: int | None = Field(None, gt=0, description="Parameters used per token (MoE).")
     source: str | None = None
@@ -202,6 +210,11 @@ class ModelSpec(Strict):
         if self.experts_per_token > self.num_experts:
             raise ValueError(f"experts_per_token ({self.experts_per_token}) exceeds num_experts "
                              f"({self.num_experts})")
+        if self.sliding_window_layers > self.num_layers:
+            raise ValueError(f"sliding_window_layers ({self.sliding_window_layers}) exceeds num_layers "
+                             f"({self.num_layers})")
+        if self.sliding_window_layers and not self.sliding_window:
+            raise ValueError("sliding_window_layers needs sliding_window (the window in tokens)")
         return self
 
     @property
@@ -209,10 +222,27 @@ class ModelSpec(Strict):
         return self.num_experts > 0
 
 
+class GPUNumbers(Strict):
+    """An accelerator described by its numbers, for a card the GPU catalog does not list."""
+
+    memory_gib: float = Field(..., gt=0, le=4096, description="Device memory, GiB (the 24 of 24GB).")
+    bandwidth_tbs: float = Field(..., gt=0, le=100, description="Memory bandwidth, TB/s.")
+    bf16_tflops: float = Field(..., gt=0, le=100000, description="Dense (not 2:4-sparse) BF16 TFLOP/s.")
+    fp8_tflops: float | None = Field(None, gt=0, le=200000, description="Dense FP8 TFLOP/s; none if unsupported.")
+    link: Literal["nvlink", "pcie", "infinity_fabric", "ici"] = Field(
+        "pcie", description="GPU-to-GPU link inside a node.")
+    link_gbs: float = Field(32.0, gt=0, le=10000, description="GB/s per GPU over that link, one direction.")
+    family: Literal["cuda", "rocm", "tpu"] = "cuda"
+    source: str | None = Field(None, max_length=500, description="Where the numbers come from (datasheet URL).")
+
+
 class Hardware(Strict):
-    """The accelerators available. ``gpu`` is a key of the GPU catalog (e.g. H100, A100-80G)."""
+    """The accelerators available. ``gpu`` is a key of the GPU catalog (e.g. H100, A100-80G), or
+    any name when ``gpu_spec`` gives the card's numbers."""
 
     gpu: str = Field("H100", min_length=1, max_length=64)
+    gpu_spec: GPUNumbers | None = Field(None, description="The GPU's numbers when its name is not in "
+                                        "the catalog (they win over the catalog row when both exist).")
     gpus_per_node: int = Field(8, gt=0, le=64)
     nodes: int = Field(1, gt=0, le=4096)
     intra_node: Literal["nvlink", "pcie", "ici", "infinity_fabric"] | None = Field(

@@ -188,10 +188,11 @@ class ResolvedPlan(_Frozen):
 
     @cached_property
     def gpu(self):
-        """The GPU catalog entry of ``hardware.gpu`` (AdvisorError naming the field when unknown)."""
-        from advisor.catalog import get_gpu
+        """The GPU of ``hardware``: its ``gpu_spec`` numbers, else the catalog entry of
+        ``hardware.gpu`` (AdvisorError naming the field when unknown)."""
+        from advisor.catalog import hardware_gpu
 
-        return get_gpu(self.plan.hardware.gpu, field="hardware.gpu")
+        return hardware_gpu(self.plan.hardware, field="hardware.gpu")
 
 
 # --------------------------------------------------------------------------- the rules

@@ -150,11 +150,25 @@ def _labelled(exc: BaseException) -> AdvisorError:
                         allowed="inputs within the documented size limits (README, 'Limits')")
 
 
+def resolve_models(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Every Plan argument with its roles' models resolved (local folder, config.json or hub id
+    -> ``spec``; ``path`` for rendering): the I/O the pure core does not do. Other arguments pass."""
+    from advisor.plan import Plan
+
+    if not any(isinstance(v, Plan) for v in (*args, *kwargs.values())):
+        return args, kwargs
+    from rl_advisor.model_source import resolve_plan_models
+
+    fix = (lambda v: resolve_plan_models(v) if isinstance(v, Plan) else v)
+    return tuple(fix(a) for a in args), {k: fix(v) for k, v in kwargs.items()}
+
+
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Turn pydantic and advisor errors raised inside a tool into AdvisorError, label the
     errors that oversized input causes (recursion, overflow, memory), and pass every result
     through the one secret scrubber (``advisor.secrets.scrub_obj``): MCP and CLI faces both
-    call tools through here, so no tool result carries a credential.
+    call tools through here, so no tool result carries a credential. Plan arguments get their
+    models resolved first (``resolve_models``: local folder, config.json or hub id).
 
     The signature is kept (``functools.wraps``) so schema generation still sees the real types.
     """
@@ -164,6 +178,7 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
+                args, kwargs = resolve_models(args, kwargs)
                 return scrub_obj(await fn(*args, **kwargs))
             except (AdvisorError, KeyboardInterrupt, SystemExit):
                 raise
@@ -176,6 +191,7 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            args, kwargs = resolve_models(args, kwargs)
             return scrub_obj(fn(*args, **kwargs))
         except (AdvisorError, KeyboardInterrupt, SystemExit):
             raise

@@ -182,15 +182,26 @@ def test_config_json_multimodal_wrapper(tmp_path) -> None:
     text = {"model_type": "gemma3_text", **{k: v for k, v in catalog.hf_config_kwargs(g).items()}}
     path = _write_config(tmp_path, {"model_type": "gemma3", "text_config": text,
                                     "vision_config": {"hidden_size": 1152}})
-    assert load_model_spec(path, name="g").params == g.params
+    spec = load_model_spec(path, name="g")
+    # The vision tower (SigLIP, transformers' defaults) is counted on top of the catalog's text model.
+    assert spec.vision_params > 0 and spec.params == g.params + spec.vision_params
+    assert spec.params == catalog.count_params(spec)
+    with pytest.raises(AdvisorError) as exc:  # without transformers to count the tower: refused, with why
+        catalog.spec_from_hf_config({"model_type": "gemma3", "text_config": text, "vision_config": {}})
+    assert exc.value.problems[0].field == "config.vision_config"
+    assert "vision tower" in exc.value.problems[0].message
 
 
 def test_config_json_errors_name_the_key(tmp_path) -> None:
     from rl_advisor.hfconfig import load_model_spec, read_hf_config
 
-    with pytest.raises(AdvisorError) as exc:
-        load_model_spec(_write_config(tmp_path, {"model_type": "llama", "hidden_size": 64}, "a"))
+    with pytest.raises(AdvisorError) as exc:  # the pure reader names the missing key
+        catalog.spec_from_hf_config({"model_type": "llama", "hidden_size": 64})
     assert exc.value.problems[0].field.startswith("config.")
+    with pytest.raises(AdvisorError) as exc:  # transformers cannot build it: named, no traceback
+        load_model_spec(_write_config(tmp_path, {"model_type": "llama", "hidden_size": 64,
+                                                 "num_attention_heads": 5, "num_key_value_heads": 2}, "a"))
+    assert exc.value.problems[0].field.startswith("config")
     with pytest.raises(AdvisorError) as exc:
         read_hf_config(tmp_path / "missing")
     assert exc.value.problems[0].field == "config"
@@ -216,10 +227,10 @@ def test_list_catalog_tool() -> None:
 
 def test_unsupported_model_type_is_marked_approximate() -> None:
     """A model_type without an exact formula is still counted (Llama family) but says so."""
-    spec = catalog.spec_from_hf_config({"model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32,
-                                        "num_attention_heads": 32, "vocab_size": 32064,
-                                        "intermediate_size": 8192}, name="Phi-3-mini")
-    assert "approximate" in spec.source and spec.params / 1e9 == pytest.approx(3.82, rel=0.01)
+    spec = catalog.spec_from_hf_config({"model_type": "internlm2", "hidden_size": 4096, "num_hidden_layers": 32,
+                                        "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 92544,
+                                        "intermediate_size": 14336}, name="internlm2_5-7b")
+    assert "approximate" in spec.source and spec.params / 1e9 == pytest.approx(7.74, rel=0.01)
     exact = catalog.spec_from_hf_config({"model_type": "llama", **catalog.hf_config_kwargs(
         catalog.get_model("Llama-2-7B"))})
     assert exact.source == "config.json"

@@ -67,7 +67,7 @@ def vllm_footprint(spec: ModelSpec, params: int, rollout: Rollout, fraction: flo
     profile = profile_activation_gib(spec, rollout)
     kv = budget - weights - profile
     graphs = 0.0 if rollout.enforce_eager else const("cuda_graph_gib")
-    kvt = kv_bytes_per_token(spec, rollout.tp)
+    kvt = kv_bytes_per_token(spec, rollout.tp, context=max_seq_len)
     seqs = max(kv, 0.0) * GIB / (kvt * max_seq_len) if max_seq_len else 0.0
     note = (f"vLLM V1: budget {fraction:g} x {capacity_gib:.1f} GiB total = {budget:.2f} GiB "
             f"(weights {weights:.2f}, profile {profile:.2f}, KV {kv:.2f}); CUDA graphs "
@@ -84,7 +84,7 @@ def sglang_footprint(spec: ModelSpec, params: int, rollout: Rollout, fraction: f
     profile = profile_activation_gib(spec, rollout)
     kv = static - weights
     graphs = 0.0 if rollout.enforce_eager else const("cuda_graph_gib")
-    kvt = kv_bytes_per_token(spec, rollout.tp)
+    kvt = kv_bytes_per_token(spec, rollout.tp, context=max_seq_len)
     seqs = max(kv, 0.0) * GIB / (kvt * max_seq_len) if max_seq_len else 0.0
     note = (f"SGLang: static {fraction:g} x {free_gib:.1f} GiB free = {static:.2f} GiB "
             f"(weights {weights:.2f}, KV {kv:.2f}) + activations {profile:.2f} outside it")
@@ -95,7 +95,7 @@ def sglang_footprint(spec: ModelSpec, params: int, rollout: Rollout, fraction: f
 def hf_generate_footprint(spec: ModelSpec, batch_seqs: int, max_seq_len: int, tp: int = 1) -> EngineFootprint:
     """Generation with the training model (TRL without vLLM): no separate weights, a dense KV
     cache for every sequence of the generation batch at full length."""
-    kvt = kv_bytes_per_token(spec, tp)
+    kvt = kv_bytes_per_token(spec, tp, context=max_seq_len)
     kv = batch_seqs * max_seq_len * kvt / GIB
     note = f"HF generate: dense KV for {batch_seqs} sequences x {max_seq_len} tokens"
     return EngineFootprint("hf", kv, 0.0, kv, 0.0, 0.0, kvt, float(batch_seqs), 0.0, 0.0, note)

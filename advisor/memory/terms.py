@@ -374,15 +374,25 @@ def logits_bytes(tokens: float, vocab: int, *, bytes_per_element: float, chunked
 # --------------------------------------------------------------------------- KV cache
 
 
-def kv_bytes_per_token(s: ModelSpec, tp: int = 1, dtype_bytes: int = 2) -> float:
-    """KV cache bytes per token on one GPU.
+def kv_bytes_per_token(s: ModelSpec, tp: int = 1, dtype_bytes: int = 2, context: float | None = None) -> float:
+    """KV cache bytes per token on one GPU, averaged over a sequence of ``context`` tokens.
 
-    MHA/GQA: 2 * L * max(n_kv / tp, 1) * d_head * bytes — KV heads are replicated when tp > n_kv
-    (llm-analysis ``max(kv/t, 1)``; vLLM replicates KV heads).
+    MHA/GQA/MQA: 2 * L * max(n_kv / tp, 1) * d_head * bytes — KV heads are replicated when
+    tp > n_kv (llm-analysis ``max(kv/t, 1)``; vLLM replicates KV heads).
     MLA (DeepSeek-V2/V3): L * (kv_lora_rank + qk_rope_head_dim) * bytes, the compressed latent,
     not split by TP. Source: perf-anchors.md section 1.6.
+    Sliding windows (Mistral v0.1, Gemma-2/3, GPT-OSS): a windowed layer keeps at most
+    ``sliding_window`` tokens, so over a sequence of ``context`` tokens it costs
+    min(1, window / context) of a full layer per token (vLLM's hybrid KV cache manager frees the
+    blocks that leave the window: vllm/v1/core/single_type_kv_cache_manager.py
+    SlidingWindowManager; HF's cache keeps a window-sized buffer for those layers). Without
+    ``context`` every layer counts in full (an upper bound).
     """
     if s.attention == "mla":
-        return s.num_layers * (s.kv_lora_rank + s.qk_rope_head_dim) * dtype_bytes
-    heads = max(s.num_kv_heads / tp, 1)
-    return 2 * s.num_layers * heads * s.head_dim * dtype_bytes
+        per_layer = (s.kv_lora_rank + s.qk_rope_head_dim) * dtype_bytes
+    else:
+        per_layer = 2 * max(s.num_kv_heads / tp, 1) * s.head_dim * dtype_bytes
+    layers = float(s.num_layers)
+    if s.sliding_window and s.sliding_window_layers and context:
+        layers -= s.sliding_window_layers * (1.0 - min(1.0, s.sliding_window / context))
+    return layers * per_layer

@@ -42,6 +42,14 @@ GFD_PRODUCT = {
     "B200": "NVIDIA-B200",
     "L40S": "NVIDIA-L40S",
     "L4": "NVIDIA-L4",
+    "L40": "NVIDIA-L40",
+    "A10G": "NVIDIA-A10G",
+    "V100": "Tesla-V100-SXM2-32GB",
+    "RTX-A6000": "NVIDIA-RTX-A6000",
+    "RTX-6000-Ada": "NVIDIA-RTX-6000-Ada-Generation",
+    "RTX-3090": "NVIDIA-GeForce-RTX-3090",
+    "RTX-4090": "NVIDIA-GeForce-RTX-4090",
+    "RTX-5090": "NVIDIA-GeForce-RTX-5090",
 }
 ACCELERATOR_RESOURCE = {"cuda": "nvidia.com/gpu", "rocm": "amd.com/gpu", "tpu": "google.com/tpu"}
 
@@ -152,14 +160,14 @@ def k8s_resources(plan: Plan, namespace: str = "default", notes: list[str] | Non
     A CPU plan (local clusters such as kind) requests no accelerator and selects no node; a GPU
     name the catalog does not know is requested as an NVIDIA GPU without a product selector (with
     a note), so the manifests still render."""
-    from advisor.catalog import get_gpu
+    from advisor.catalog import hardware_gpu
 
     hw = plan.hardware
     cpu_only = resolve(plan).is_cpu
     gpu = None
     if not cpu_only:
         try:
-            gpu = get_gpu(hw.gpu, field="plan.hardware.gpu")
+            gpu = hardware_gpu(hw, field="plan.hardware.gpu")
         except AdvisorError:
             if notes is not None:
                 notes.append(f"k8s: GPU {hw.gpu!r} is not in the catalog: requested as nvidia.com/gpu "

@@ -35,7 +35,9 @@ def run(ns: argparse.Namespace) -> int:
 
         text = read_input(ns.plan or ns.config, "--plan" if ns.plan else "--config")
         if ns.plan:
-            result = budget_memory(plan_from_yaml(text))
+            from rl_advisor.model_source import resolve_plan_models
+
+            result = budget_memory(resolve_plan_models(plan_from_yaml(text)))
             budget = result
         else:
             result = budget_memory_from_config(text, ns.framework, ns.gpu, ns.mean_prompt_length,
