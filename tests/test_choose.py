@@ -287,7 +287,7 @@ def test_framework_plan_note_and_bad_input() -> None:
         choose_framework(method="grpoo")
     assert exc.value.problems[0].field == "method" and "grpo" in exc.value.problems[0].allowed
     with pytest.raises(AdvisorError) as exc:
-        choose_framework(method=Method.GRPO, hardware=Hardware(gpu="B300"))
+        choose_framework(method=Method.GRPO, hardware=Hardware(gpu="B900"))
     assert exc.value.problems[0].field == "hardware.gpu"
 
 

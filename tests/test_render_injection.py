@@ -57,7 +57,9 @@ def rich_plan_data() -> dict[str, Any]:
     role = {"model": "Qwen2.5-0.5B", "path": "/models/base", "spec": dict(SPEC)}
     return {
         "name": "inj", "method": "grpo", "framework": "verl",
-        "hardware": {"gpu": "H100", "gpus_per_node": 8, "nodes": 1},
+        "hardware": {"gpu": "H100", "gpus_per_node": 8, "nodes": 1,
+                     "gpu_spec": {"memory_gib": 80, "bandwidth_tbs": 3.35, "bf16_tflops": 989, "link": "nvlink",
+                                  "link_gbs": 450, "source": "H100 datasheet"}},
         "policy": dict(role),
         "reference": {"model": "Qwen2.5-0.5B", "path": "/models/ref", "spec": dict(SPEC)},
         "reward": {"model": "Qwen2.5-0.5B", "path": "/models/rm", "spec": dict(SPEC)},
