@@ -52,5 +52,21 @@ def validate_plan(plan: Plan) -> PlanCheck:
     for role, rm in plan.roles().items():
         if rm.parallel.tp > per_node:
             warnings.append(f"{role}.parallel.tp {rm.parallel.tp} spans nodes ({per_node} GPUs per node)")
+    warnings += _bf16_warnings(plan)
     return PlanCheck(warnings=warnings, resident_roles=resident_roles(plan),
                      online=plan.method in ONLINE_METHODS, plan_yaml=plan_to_yaml(plan))
+
+
+def _bf16_warnings(plan: Plan) -> list[str]:
+    """Pre-Ampere cards (V100) have no bf16: a bf16 role there runs in emulation or fails."""
+    from advisor.catalog import hardware_gpu
+    from advisor.errors import AdvisorError
+
+    try:
+        gpu = hardware_gpu(plan.hardware)
+    except AdvisorError:
+        return []  # an unknown GPU is reported by the tools that need its numbers
+    if gpu.bf16_supported:
+        return []
+    return [f"{role}.dtype is bf16 but {gpu.name} has no bf16 tensor cores: set {role}.dtype: fp16"
+            for role, rm in plan.roles().items() if rm.dtype == "bf16"]

@@ -395,3 +395,32 @@ def test_derived_path_never_guesses_another_org() -> None:
     assert catalog.weights_path_for("gemma-2-9b-it") == "google/gemma-2-9b-it"
     assert catalog.weights_path_for("DeepSeek-R1-Distill-Llama-8B") is None  # an alias from another org
     assert catalog.weights_path_for("my-private-llm") is None and catalog.weights_path_for("/ckpt/x") is None
+
+
+def test_v100_bf16_role_is_warned() -> None:
+    from advisor.plan_check import validate_plan
+
+    v100 = _plan("Qwen2.5-0.5B-Instruct", 5 * 10**8, hardware={"gpu": "V100"})
+    assert any("no bf16" in w and "policy.dtype" in w for w in validate_plan(v100).warnings)
+    fp16 = _plan("Qwen2.5-0.5B-Instruct", 5 * 10**8, hardware={"gpu": "V100"},
+                 policy={"model": "Qwen2.5-0.5B-Instruct", "dtype": "fp16"})
+    assert not any("bf16" in w for w in validate_plan(fp16).warnings)
+    assert not any("bf16" in w for w in validate_plan(_plan("Qwen2.5-0.5B-Instruct", 5 * 10**8)).warnings)
+
+
+def test_catalog_agrees_with_the_published_configs() -> None:
+    """The catalog is an offline cache: where it knows a fixture's model, its exact count equals
+    the published config's (text model only: the catalog's Gemma-3 rows leave the vision tower out)."""
+    from rl_advisor.hfconfig import load_model_spec
+
+    checked = 0
+    for name in NAMES:
+        cached = catalog.find_model(name)
+        if cached is None:
+            continue
+        spec = load_model_spec(FIXTURES / name)
+        assert cached.params == spec.params - spec.vision_params, name
+        assert (cached.num_layers, cached.hidden_size, cached.num_kv_heads, cached.num_experts) == \
+            (spec.num_layers, spec.hidden_size, spec.num_kv_heads, spec.num_experts), name
+        checked += 1
+    assert checked >= 12
