@@ -40,7 +40,7 @@ def _looks_local(ref: str) -> bool:
 
 
 def hub_cache_dir() -> Path:
-    from rl_advisor.paths import data_dir
+    from backends.data_folder import data_dir
 
     return data_dir() / "hf-configs"
 
