@@ -144,6 +144,14 @@ class ResolvedPlan(_Frozen):
         name = self.role_pool.get(Role(role), self.role_pool[Role.POLICY])
         return next(p for p in self.pools if p.name == name)
 
+    def offload(self, role: str) -> ResolvedRole:
+        """The resolved offload switches (and weights) of ``role``, also for a role not in play
+        (a renderer still writes the reference's switch when KL is off)."""
+        r = Role(role)
+        if r in self.role_info:
+            return self.role_info[r]
+        return _role_info(self.plan, r, self.role_pool[Role.POLICY])
+
     @property
     def total_gpus(self) -> int:
         return sum(p.gpus for p in self.pools)

@@ -349,3 +349,21 @@ def test_a_schema_2_plan_with_the_old_field_is_refused_naming_it() -> None:
     with pytest.raises(AdvisorError) as err:
         plan_from_yaml(V1.replace("schema_version: 1", "schema_version: 2"))
     assert any("async_mode" in p.field for p in err.value.problems)
+
+
+def test_offload_switches_are_resolved_once_for_memory_and_render() -> None:
+    """A per-role switch (reference.param_offload) is honoured by the ledger and by the veRL and
+    OpenRLHF renders alike (the renders used to read only memory.ref_offload)."""
+    plan = _plan(method="ppo", framework="verl", algorithm={"kl_coef": 0.01},
+                 reference={"model": "Qwen2.5-7B-Instruct", "param_offload": True},
+                 critic={"model": "Qwen2.5-7B-Instruct", "optimizer_offload": True})
+    rp = resolve(plan)
+    assert rp.offloaded == (Role.REFERENCE,) and rp.role_info[Role.CRITIC].optimizer_offload
+    states = [ph.states.get("reference") for ph in budget_memory(plan).phases]
+    assert "offloaded" in states
+    kv = dict(a.split("=", 1) for a in _argv(render_config(plan)) if "=" in a)
+    assert kv["actor_rollout_ref.ref.fsdp_config.param_offload"] == "true"
+    assert kv["critic.fsdp.optimizer_offload"] == "true"
+    assert kv["actor_rollout_ref.actor.fsdp_config.param_offload"] == "false"
+    orl = _argv(render_config(plan.model_copy(update={"framework": Framework.OPENRLHF}), Framework.OPENRLHF))
+    assert "--ref.offload" in orl

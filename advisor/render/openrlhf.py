@@ -73,7 +73,7 @@ def _common_ds(f: Flags, plan: Plan, carry: Carry, gc_flag: str) -> None:
         carry.drop("memory.train_backend", m.train_backend,
                    "OpenRLHF trains with DeepSpeed; rendered the matching ZeRO stage")
     f.set("--ds.zero_stage", m.zero_stage)
-    f.switch("--ds.adam_offload", m.optimizer_offload or plan.policy.optimizer_offload)
+    f.switch("--ds.adam_offload", resolve(plan).offload("policy").optimizer_offload)
     f.set("--ds.param_dtype", "fp16" if plan.policy.dtype == "fp16" else "bf16")
     f.switch(gc_flag, m.recompute != "none")
     if m.lora_rank:
@@ -160,7 +160,7 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> Flags:
     if method == Method.PPO:
         f.set("--critic.model_name_or_path", (plan.critic or plan.reward or plan.policy).weights_path)
         f.set("--critic.adam.lr", a.critic_learning_rate if a.critic_learning_rate is not None else 9e-6)
-    f.switch("--ref.offload", m.ref_offload)
+    f.switch("--ref.offload", resolve(plan).offload("reference").param_offload)
     # data and batches
     f.set("--data.prompt_dataset", ",".join(data.train_files))
     f.set("--data.input_key", data.prompt_key)

@@ -50,6 +50,7 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> list[tuple[s
     ar = "actor_rollout_ref"
     o: list[tuple[str, Any]] = []
     add = o.append
+    res = resolve(plan)
 
     add(("algorithm.adv_estimator", ESTIMATOR[plan.method]))
     # data
@@ -115,17 +116,17 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> list[tuple[s
         add((f"{ar}.actor.megatron.pipeline_model_parallel_size", par.pp))
         add((f"{ar}.actor.megatron.context_parallel_size", par.cp))
         add((f"{ar}.actor.megatron.expert_model_parallel_size", par.ep))
-        add((f"{ar}.actor.megatron.param_offload", m.param_offload or plan.policy.param_offload))
-        add((f"{ar}.actor.megatron.optimizer_offload", m.optimizer_offload or plan.policy.optimizer_offload))
-        add((f"{ar}.ref.megatron.param_offload", m.ref_offload))
+        add((f"{ar}.actor.megatron.param_offload", res.offload("policy").param_offload))
+        add((f"{ar}.actor.megatron.optimizer_offload", res.offload("policy").optimizer_offload))
+        add((f"{ar}.ref.megatron.param_offload", res.offload("reference").param_offload))
     else:
         add((f"{ar}.actor.strategy", "fsdp2" if m.train_backend == "fsdp2" else "fsdp"))
         if m.train_backend == "deepspeed":
             carry.drop("memory.train_backend", "deepspeed", "veRL trains with FSDP or Megatron; rendered FSDP "
                        "(full shard, the ZeRO-3 equivalent)")
-        add((f"{ar}.actor.fsdp_config.param_offload", m.param_offload or plan.policy.param_offload))
-        add((f"{ar}.actor.fsdp_config.optimizer_offload", m.optimizer_offload or plan.policy.optimizer_offload))
-        add((f"{ar}.ref.fsdp_config.param_offload", m.ref_offload))
+        add((f"{ar}.actor.fsdp_config.param_offload", res.offload("policy").param_offload))
+        add((f"{ar}.actor.fsdp_config.optimizer_offload", res.offload("policy").optimizer_offload))
+        add((f"{ar}.ref.fsdp_config.param_offload", res.offload("reference").param_offload))
         if plan.policy.parallel.fsdp_size != -1:
             add((f"{ar}.actor.fsdp_config.fsdp_size", plan.policy.parallel.fsdp_size))
         if plan.policy.parallel.sp > 1:
@@ -152,7 +153,7 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> list[tuple[s
         if d.use_ref:
             add((f"{ar}.ref.log_prob_micro_batch_size_per_gpu", d.micro))
     # placement: a separate rollout pool becomes veRL's standalone rollout resources
-    if resolve(plan).mode != "colocated":
+    if res.mode != "colocated":
         rp, tp_ = pool_for(plan, "rollout"), pool_for(plan, "policy")
         if rp.name != tp_.name:
             add((f"{ar}.hybrid_engine", False))
@@ -172,8 +173,8 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> list[tuple[s
         else:
             add(("critic.use_dynamic_bsz", True))
         if not megatron:
-            add(("critic.fsdp.param_offload", m.param_offload or critic.param_offload))
-            add(("critic.fsdp.optimizer_offload", m.optimizer_offload or critic.optimizer_offload))
+            add(("critic.fsdp.param_offload", res.offload("critic").param_offload))
+            add(("critic.fsdp.optimizer_offload", res.offload("critic").optimizer_offload))
     elif plan.critic is not None:
         carry.drop("critic", plan.critic.model, f"{plan.method.value} uses no critic in veRL")
     # reward
