@@ -76,7 +76,7 @@ TOOLS: list[ToolSpec] = [
              "updates, weight sync), binding phase/term, host RAM, and a ranked fix ladder in framework keys.",
              detail_fields=("phases",), list_limit=3,
              next_step="fits: plan_placement; else apply fixes[0] to the Plan and call again"),
-    ToolSpec("budget_memory_from_config", "advisor.memory.from_config:budget_memory_from_config",
+    ToolSpec("budget_memory_from_config", "rl_advisor.config_budget:budget_memory_from_config",
              "Will this existing veRL/OpenRLHF/TRL config OOM? Import it, then budget_memory with the "
              "fix ladder in that framework's keys (give gpu and typical lengths a config does not carry).",
              detail_fields=("imported.mapped", "imported.settings", "budget.phases"),

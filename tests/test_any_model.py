@@ -424,3 +424,20 @@ def test_catalog_agrees_with_the_published_configs() -> None:
             (spec.num_layers, spec.hidden_size, spec.num_kv_heads, spec.num_experts), name
         checked += 1
     assert checked >= 12
+
+
+def test_config_budget_reads_a_local_checkpoint_named_in_the_framework_config() -> None:
+    """budget_memory_from_config (the tool): the veRL launch's model.path is a folder the catalog
+    does not know; its config.json gives the dimensions."""
+    from rl_advisor.config_budget import budget_memory_from_config
+    from rl_advisor.tools import guarded
+
+    folder = FIXTURES / "OLMo-2-1124-7B-Instruct"
+    launch = ("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=64 "
+              "data.max_prompt_length=512 data.max_response_length=1024 "
+              f"actor_rollout_ref.model.path={folder} actor_rollout_ref.actor.ppo_mini_batch_size=16 "
+              "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 actor_rollout_ref.rollout.n=4 "
+              "trainer.n_gpus_per_node=8 trainer.nnodes=1")
+    result = guarded(budget_memory_from_config)(launch, gpu="H100")
+    assert result.imported.plan.policy.spec.params / 1e9 == pytest.approx(7.30, rel=0.01)
+    assert result.budget.pools[0].peak_gib > 0

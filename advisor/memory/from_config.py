@@ -37,6 +37,15 @@ def budget_memory_from_config(text: str, framework: Framework | None = None, gpu
     returns the full memory budget with the fix ladder in that framework's keys."""
     from advisor.memory import budget_memory
 
+    imported = import_for_budget(text, framework, gpu, mean_prompt_length, mean_response_length)
+    return ConfigBudget(imported=imported, budget=budget_memory(imported.plan))
+
+
+def import_for_budget(text: str, framework: Framework | None = None, gpu: str | None = None,
+                      mean_prompt_length: int | None = None,
+                      mean_response_length: int | None = None) -> ImportResult:
+    """The import half of budget_memory_from_config: the config as a Plan, with the GPU type and
+    typical lengths a config does not carry (the face resolves the models before budgeting)."""
     mean_prompt_length = _positive("mean_prompt_length", mean_prompt_length)
     mean_response_length = _positive("mean_response_length", mean_response_length)
     imported = import_config(text, framework)
@@ -53,7 +62,7 @@ def budget_memory_from_config(text: str, framework: Framework | None = None, gpu
         plan = Plan.model_validate({**plan.model_dump(mode="python"),
                                     **{k: v.model_dump(mode="python") for k, v in update.items()}})
         imported = imported.model_copy(update={"plan": plan})
-    return ConfigBudget(imported=imported, budget=budget_memory(plan))
+    return imported
 
 
 def _positive(name: str, value: int | str | None) -> int | None:

@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(ns: argparse.Namespace) -> int:
     from advisor.errors import AdvisorError
     from advisor.memory import budget_memory
-    from advisor.memory.from_config import budget_memory_from_config
+    from rl_advisor.config_budget import budget_memory_from_config
     from advisor.plan import plan_from_yaml
 
     try:
