@@ -24,20 +24,20 @@ MAX_CONFIG_BYTES = 4 * 1024 * 1024  # real config.json files are a few KB
 
 
 def read_hf_config(path: str | Path, field: str = "config") -> dict:
-    """Parse ``path`` (a config.json, or a directory containing one) as a JSON object."""
+    """Parse ``path`` (a config.json, or a directory containing one) as a JSON object. Read like
+    every file a caller names (``safe_paths.read_input_file``): a regular file of bounded size,
+    confined to the allowed folders when the caller is an MCP client."""
+    from rl_advisor.safe_paths import confining, read_input_file
+
     p = Path(path).expanduser()
     if p.is_dir():
         p = p / "config.json"
-    if not p.is_file():
+    if not confining() and not p.is_file():
         raise AdvisorError("no config.json there", field=field, value=str(path),
                            allowed="a config.json file or a model directory that holds one")
-    if p.stat().st_size > MAX_CONFIG_BYTES:
-        raise AdvisorError("file is too large to be a config.json", field=field, value=str(p),
-                           allowed=f"at most {MAX_CONFIG_BYTES} bytes")
+    text = read_input_file(p, field=field, max_bytes=MAX_CONFIG_BYTES)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AdvisorError(f"cannot read file: {exc}", field=field, value=str(p)) from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise AdvisorError(f"not valid JSON: {exc.msg} at line {exc.lineno}", field=field,
                            value=str(p)) from None
@@ -159,5 +159,3 @@ def has_config(p: Path) -> bool:
     except OSError:  # a name too long for the filesystem, a permission error
         return False
 
-
-_has_config = has_config  # the old private name

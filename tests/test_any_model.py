@@ -441,3 +441,34 @@ def test_config_budget_reads_a_local_checkpoint_named_in_the_framework_config() 
     result = guarded(budget_memory_from_config)(launch, gpu="H100")
     assert result.imported.plan.policy.spec.params / 1e9 == pytest.approx(7.30, rel=0.01)
     assert result.budget.pools[0].peak_gib > 0
+
+
+def test_mcp_callers_read_configs_only_inside_the_allowed_folders(tmp_path, monkeypatch) -> None:
+    """A model folder named by an MCP client is read like any file it names: confined to the
+    working folder, the data folder and $RL_ADVISOR_ALLOWED_ROOTS."""
+    import shutil
+
+    from advisor.memory import budget_memory
+    from rl_advisor.safe_paths import untrusted_caller
+    from rl_advisor.tools import guarded
+
+    outside = tmp_path / "elsewhere" / "Qwen3-0.6B"
+    shutil.copytree(FIXTURES / "Qwen3-0.6B", outside)
+    monkeypatch.chdir(FIXTURES.parent.parent.parent)
+    plan = _plan(str(outside), 6 * 10**8)
+    with untrusted_caller():
+        with pytest.raises(AdvisorError) as exc:
+            guarded(budget_memory)(plan)
+        assert exc.value.problems[0].field == "policy.model"
+        assert guarded(budget_memory)(_plan(str(FIXTURES / "Qwen3-0.6B"), 6 * 10**8)).pools  # inside the repo
+    monkeypatch.setenv("RL_ADVISOR_ALLOWED_ROOTS", str(tmp_path))
+    with untrusted_caller():
+        assert guarded(budget_memory)(plan).pools
+    fifo_dir = tmp_path / "fifo-model"
+    fifo_dir.mkdir()
+    import os
+
+    os.mkfifo(fifo_dir / "config.json")  # never blocks: not a regular file
+    with pytest.raises(AdvisorError) as exc:
+        guarded(budget_memory)(_plan(str(fifo_dir), 6 * 10**8))
+    assert exc.value.problems[0].field == "policy.model"
