@@ -37,8 +37,15 @@ def _all() -> dict[str, dict[str, Any]]:
 
 def constant(name: str) -> Any:
     """The value of one constant as written (a number, or a list such as pcie_gen5_gpus);
-    KeyError names the constant when no table has it."""
-    return _all()[name]["value"]
+    KeyError names the constant when no table has it. A calibration profile in use
+    (``advisor.profiles.applied``) replaces the allocator terms it fitted."""
+    from advisor.profiles import active
+
+    row = _all()[name]
+    prof = active()
+    if prof is not None and name in prof.memory_constants:
+        return float(prof.memory_constants[name])
+    return row["value"]
 
 
 def const(name: str) -> float:

@@ -470,6 +470,8 @@ class Plan(Strict):
     logging: Logging = Field(default_factory=Logging)
     env: dict[str, str] = Field(default_factory=dict,
                                 description="Extra environment variables (no secrets: use *_env references).")
+    profile: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$",
+                                description="Calibration profile (rl-advisor calibrate) for budget_memory and plan_placement.")
 
     _migration_notes: list[str] = PrivateAttr(default_factory=list)
 

@@ -71,7 +71,7 @@ TOOLS: list[ToolSpec] = [
              "lists every setting that was not understood and recognises OpenRLHF 0.9.5 legacy flags.",
              detail_fields=("mapped", "settings"),
              next_step="budget_memory or render_config with the Plan (plan YAML)"),
-    ToolSpec("budget_memory", "advisor.memory:budget_memory",
+    ToolSpec("budget_memory", "rl_advisor.calibrate_tool:budget_memory",
              "Will this Plan fit? Per-GPU peak per pool over the phases of one RL step (rollout, log-probs, "
              "updates, weight sync), binding phase/term, host RAM, and a ranked fix ladder in framework keys.",
              detail_fields=("phases",), list_limit=3,
@@ -81,7 +81,7 @@ TOOLS: list[ToolSpec] = [
              "fix ladder in that framework's keys (give gpu and typical lengths a config does not carry).",
              detail_fields=("imported.mapped", "imported.settings", "budget.phases"),
              list_limit=3, next_step="apply budget.fixes[0] in your config, or import_config and plan_placement"),
-    ToolSpec("plan_placement", "advisor.placement:plan_placement",
+    ToolSpec("plan_placement", "rl_advisor.calibrate_tool:plan_placement",
              "Rank placements (colocated/split/async pools, per-role parallelism, rollout TP x engines) by "
              "predicted step time; best as an updated Plan, Ray/K8s resources, GPU-hours and cost.",
              detail_fields=("ranked", "given", "rejected", "ray", "k8s", "time_model"),
@@ -118,6 +118,11 @@ TOOLS: list[ToolSpec] = [
     ToolSpec("list_runs", "rl_advisor.launch_tools:list_runs",
              "Runs in the registry, newest first.",
              list_limit=20),
+    ToolSpec("calibrate", "rl_advisor.calibrate_tool:calibrate",
+             "Fit this cluster's step-time factors and memory allocator terms from a run (id, log or "
+             "folder) into a named profile for --profile; shows each phase before/after vs measured.",
+             read_only=False, detail_fields=("profile.notes",),
+             next_step="budget_memory / plan_placement with profile=<name>"),
     ToolSpec("diagnose_run", "rl_advisor.diagnose_tool:diagnose_run",
              "Diagnose an RL run (registry id, log file/dir, or inline metrics): ranked findings with "
              "evidence (metric steps/values or log lines) and exact fix keys for its framework.",

@@ -21,8 +21,11 @@ def budget_memory(plan: Plan) -> MemoryBudget:
     from advisor.memory.fixes import rank_fixes
     from advisor.memory.ledger import build_ledger
 
+    from advisor.profiles import active_label
+
     budget = build_ledger(plan)
     budget.fixes = rank_fixes(plan, budget)
+    budget.profile = active_label()
     return budget
 
 

@@ -101,6 +101,7 @@ class MemoryBudget(BaseModel):
     fixes: list[Fix] = Field(default_factory=list)
     assumptions: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    profile: str = Field("default", description="The calibration profile whose allocator terms were used.")
 
     def pool(self, name: str) -> PoolBudget:
         for p in self.pools:

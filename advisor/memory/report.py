@@ -19,7 +19,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def render_text(b: "MemoryBudget") -> str:
-    lines = [f"budget_memory: {'FITS' if b.fits else 'DOES NOT FIT'}  ({b.framework.value}, {b.gpu})", ""]
+    lines = [f"budget_memory: {'FITS' if b.fits else 'DOES NOT FIT'}  ({b.framework.value}, {b.gpu}; "
+             f"profile: {b.profile})", ""]
     rows = [[p.name, ",".join(p.roles), str(p.gpus), f"{p.capacity_gib:.1f}", f"{p.peak_gib:.1f}",
              f"{p.headroom_gib:+.1f}", "yes" if p.fits else "NO", p.binding_phase, p.binding_term]
             for p in b.pools]

@@ -52,6 +52,9 @@ class StepTime(BaseModel):
     tokens_per_step: int = Field(description="Prompt + response tokens trained per step.")
     tokens_per_s_per_gpu: float
     total_gpus: int
+    step_s_low: float | None = Field(None, description="Lower end of the likely step time (uncertainty band).")
+    step_s_high: float | None = Field(None, description="Upper end of the likely step time (uncertainty band).")
+    band_note: str = Field("", description="Where the band comes from.")
     decode_waves: float = Field(0.0, description="Sequences per engine / concurrent sequences per engine.")
     concurrency_per_engine: int = 0
     assumptions: list[str] = Field(default_factory=list)
@@ -180,6 +183,9 @@ class TimeModelInfo(BaseModel):
     fit_median_abs_error: float
     fit_max_abs_error: float
     source: str
+    profile: str = Field("default", description="The calibration profile whose factors were used.")
+    loso_median_abs_error: float | None = Field(None, description="Leave-one-source-out median |error| "
+                                                "on the published rows: the expected error on an unseen setup.")
 
 
 class PlacementReport(BaseModel):
@@ -248,6 +254,12 @@ class PlacementReport(BaseModel):
         if self.best.notes:
             lines += ["", "Notes on the best plan:"] + [f"  - {n}" for n in self.best.notes]
         tm = self.time_model
-        lines += ["", f"Time model: fitted on {tm.fit_rows} published rows, median |error| "
-                      f"{tm.fit_median_abs_error:.0%}, max {tm.fit_max_abs_error:.0%} ({tm.source})"]
+        band = self.best.time
+        if band.step_s_low is not None and band.step_s_high is not None:
+            lines += ["", f"Best plan's step: {band.step_s:.1f} s, likely {band.step_s_low:.1f}-{band.step_s_high:.1f} s "
+                          f"({band.band_note})"]
+        lines += [f"Time model ({tm.profile}): fitted on {tm.fit_rows} published rows, median |error| "
+                  f"{tm.fit_median_abs_error:.0%}, max {tm.fit_max_abs_error:.0%}"
+                  + (f"; leave-one-source-out median {tm.loso_median_abs_error:.0%}" if tm.loso_median_abs_error is not None else "")
+                  + f" ({tm.source})"]
         return "\n".join(lines)

@@ -121,11 +121,15 @@ def _check_args(price_per_gpu_hour: float | None, steps: int | None, top_k: int)
 
 
 def time_model_info() -> TimeModelInfo:
+    from advisor.profiles import active_label
+
     fit = load_table().get("fit", {})
     return TimeModelInfo(factors=default_factors(), fit_rows=int(fit.get("rows", 0)),
                          fit_median_abs_error=float(fit.get("median_abs_error", 0.0)),
                          fit_max_abs_error=float(fit.get("max_abs_error", 0.0)),
-                         source="advisor/data/time_model.yaml, fitted by benchmarks/placement_accuracy.py --fit")
+                         loso_median_abs_error=fit.get("cv_median_abs_error"),
+                         source="advisor/data/time_model.yaml, fitted by benchmarks/placement_accuracy.py --fit",
+                         profile=active_label())
 
 
 def evaluate_given(plan: Plan) -> tuple[Candidate | None, list[str]]:

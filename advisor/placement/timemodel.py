@@ -64,8 +64,21 @@ def load_table() -> dict[str, Any]:
 
 
 def default_factors() -> dict[str, float]:
-    """The fitted efficiency factors (name -> value)."""
-    return {k: float(v["value"]) for k, v in load_table()["factors"].items()}
+    """The efficiency factors (name -> value): the published fit, with the values of the
+    calibration profile in use (``advisor.profiles.applied``) in place of the fitted ones."""
+    from advisor.profiles import active
+
+    out = {k: float(v["value"]) for k, v in load_table()["factors"].items()}
+    prof = active()
+    if prof is not None:
+        out.update({k: float(v) for k, v in prof.time_factors.items() if k in out})
+    return out
+
+
+def factor_ranges() -> dict[str, tuple[float, float]]:
+    """Published range of each factor (``range`` in the table): the fit may not leave it."""
+    return {k: (float(v["range"][0]), float(v["range"][1])) for k, v in load_table()["factors"].items()
+            if "range" in v}
 
 
 # --------------------------------------------------------------------------- resolved inputs
@@ -94,6 +107,12 @@ class Device:
 
 
 def device_for(plan: Plan) -> Device:
+    if plan.hardware.gpu.strip().lower() == "cpu":  # a run on the host CPU (demo, tests)
+        c = constant("host_cpu_device")
+        return Device(name="cpu", hbm_bytes=float(c["hbm_gib"]) * GIB, hbm_bw=float(c["hbm_bandwidth_tbs"]) * 1e12,
+                      peak_flops=float(c["bf16_tflops"]) * 1e12, link_bw=float(c["intra_node_bandwidth_gbs"]) * 1e9,
+                      node_nic_bw=plan.hardware.inter_node_gbps / 8 * 1e9, gpus_per_node=plan.hardware.gpus_per_node,
+                      host_bw=float(c["hbm_bandwidth_tbs"]) * 1e12)
     gpu = resolve(plan).gpu
     gen5 = {g.lower() for g in constant("pcie_gen5_gpus")}
     host = constant("host_link_gbs_gen5") if gpu.name.lower() in gen5 else constant("host_link_gbs")
@@ -327,8 +346,12 @@ class _Infeasible(Exception):
 def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, tokens: float,
                    seq_sq: float, k: float, eta: float, micro_tokens: float, mini_batches: int,
                    sharded_gather: bool, grad_bytes: float, lora: bool,
-                   act_traffic: float = 0.0) -> tuple[float, float, str]:
-    """A forward (k=2) or training (k=6/8/4) pass over ``tokens`` on ``gpus`` GPUs."""
+                   act_traffic: float = 0.0, launch_ms: float = 0.0) -> tuple[float, float, str]:
+    """A forward (k=2) or training (k=6/8/4) pass over ``tokens`` on ``gpus`` GPUs.
+
+    ``launch_ms`` is the host-side cost per layer per micro-batch pass (kernel launches and
+    Python dispatch, paid once per forward-equivalent: a training pass counts k/2): negligible
+    for large micro-batches on a GPU, all of the time for a tiny model on a CPU."""
     flops = k * arch.active * tokens + k * seq_sq * arch.head_dim * arch.heads * arch.layers
     compute = flops / (gpus * dev.peak_flops)
     mp = par.tp * par.pp * par.cp
@@ -367,7 +390,16 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
     # bandwidth. This term is why one GEMM efficiency gives a GPU-dependent MFU: it is ~8x
     # larger relative to the FLOPs on an H100 (ridge 295 FLOP/B) than on an H20 (ridge 37).
     elementwise = act_traffic * (k / 2.0) * tokens * arch.hidden * arch.layers * 2.0 / (gpus * dev.hbm_bw)
-    secs = max((compute / eta + elementwise) * bubble + tp_comm, dp_comm)
+    # host-side launch cost: every micro-batch pass runs each layer (plus the embedding, head and
+    # loss, about one layer's worth) k/2 times; an update also steps the optimizer over every
+    # parameter tensor of the rank once per mini-batch
+    per_mb = max(mini_batches, 1)
+    passes = per_mb * math.ceil(max(tokens / dp / per_mb / micro_tokens - 1e-9, 1.0))
+    launch_units = passes * (k / 2.0) * (arch.layers / max(par.pp, 1) + 1)
+    if k > 2 and not lora:
+        launch_units += per_mb * arch.tensors / max(mp, 1) * constant("optimizer_launch_per_tensor")
+    launch = launch_ms * 1e-3 * launch_units
+    secs = max((compute / eta + elementwise) * bubble + tp_comm + launch, dp_comm)
     lower = max(compute + tp_comm, dp_comm)
     bound = "compute" if (compute / eta + elementwise) * bubble + tp_comm >= dp_comm else "interconnect"
     return secs, lower, bound
@@ -547,7 +579,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         secs, lower, bound = _compute_phase(a, dev, gpus=p.gpus, par=par, tokens=tokens, seq_sq=seq_sq, k=2.0,
                                             eta=eta_f, micro_tokens=micro_tokens, mini_batches=1,
                                             sharded_gather=sharded, grad_bytes=0.0, lora=False,
-                                            act_traffic=f["activation_traffic"])
+                                            act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"])
         phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_f, f"{tokens / 1e6:.2f} M tokens"))
 
     if plan.is_online:
@@ -578,7 +610,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
                                             seq_sq=seq_sq * plan.algorithm.epochs_per_batch, k=k_train, eta=eta_t,
                                             micro_tokens=micro_tokens, mini_batches=mini_batches,
                                             sharded_gather=sharded, grad_bytes=gb, lora=lora,
-                                            act_traffic=f["activation_traffic"])
+                                            act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"])
         phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_t,
                              f"{k_train:.0f}N FLOPs/token{' (full recompute)' if recompute else ''}, "
                              f"{mini_batches} optimizer steps"))
@@ -606,7 +638,8 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         train("critic", "critic_update")
 
     # ---- weight sync
-    if rollout_pool is not None:
+    # TRL without vLLM generates with the training model itself: nothing to sync
+    if rollout_pool is not None and not (plan.framework.value == "trl" and plan.rollout.engine == "hf"):
         policy_pool = pool_or_fail("policy")
         transport = sync_transport or default_transport(plan)
         secs, link_s, detail = weight_sync_time(plan, pol, dev, policy_pool, rollout_pool, transport, f)
@@ -660,10 +693,33 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
                 key=lambda ph: ph.seconds, default=phases[0])
     share = worst.seconds / step_s if step_s else 0.0
     bottleneck = f"{worst.phase} on {worst.pool} ({share:.0%}, {worst.bound})"
+    q, band_note = uncertainty()
     return StepTime(step_s=round(step_s, 3), lower_bound_s=round(lower_s, 3), phases=[p.out() for p in phases],
+                    step_s_low=round(step_s * math.exp(-q), 3) if q else None,
+                    step_s_high=round(step_s * math.exp(q), 3) if q else None, band_note=band_note,
                     bottleneck=bottleneck, critical_path=path, tokens_per_step=int(tokens),
                     tokens_per_s_per_gpu=round(tokens / step_s / total_gpus, 2), total_gpus=total_gpus,
                     decode_waves=round(waves, 2), concurrency_per_engine=conc, assumptions=assumptions)
+
+
+def uncertainty() -> tuple[float, str]:
+    """Half-width of the likely band in log space, and where it comes from.
+
+    With a calibration profile: the step-to-step spread of the run it was fitted on. Without:
+    the 68th percentile of |log(predicted/published)| over the published rows predicted by
+    factors fitted without their source (leave-one-source-out), i.e. the error to expect on a
+    setup the fit has not seen."""
+    from advisor.profiles import active
+
+    prof = active()
+    if prof is not None and prof.band:
+        return math.log1p(prof.band), f"spread of the steps of the run profile {prof.name} was fitted on"
+    fit = load_table().get("fit", {})
+    q = fit.get("cv_p68_abs_log_error")
+    if not q:
+        return 0.0, ""
+    return float(q), ("68% of published rows fall within this band when predicted by factors fitted without "
+                      "their source (benchmarks/placement_accuracy.py --cv)")
 
 
 Infeasible = _Infeasible

@@ -1,0 +1,302 @@
+"""Fit the time model's efficiency factors and the memory allocator terms on one real run.
+
+The published fit (advisor/data/time_model.yaml) is one set of factors for every cluster; the
+first run on a user's own cluster is better evidence about that cluster. This module reads the
+per-phase timers and memory peaks a framework logs (the ``calibration:`` table of
+time_model.yaml names them, with the framework source of each), predicts the same phases for the
+run's Plan, and moves the factors until the prediction meets the measurement:
+
+- each timer group (generation, log-prob forwards, updates, weight sync) moves **one** factor:
+  among the factors the group may move, the one whose move from its published value is smallest
+  in widths of its published range (log scale) - the explanation the published data finds most
+  plausible. A timer that measures nothing the model predicts is skipped, never forced;
+- the whole step then sets ``step_overhead_s`` (what the phases leave unexplained);
+- the fit is refused when the run has fewer than ``min_steps`` steps with timers after the
+  warm-up step, so one noisy step never becomes a profile;
+- memory: veRL's ``perf/max_memory_allocated_gb`` and ``perf/max_memory_reserved_gb`` (the
+  actor update) set ``allocator_reserve_fraction`` from the reserved-minus-allocated gap.
+
+The result is an ``advisor.profiles.Profile`` with every check before and after. Pure: the
+caller reads the run (rl_advisor.calibrate_tool) and saves the profile.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from typing import Any, Iterable, Literal
+
+from advisor.errors import AdvisorError
+from advisor.metrics.model import MetricPoint
+from advisor.placement.timemodel import default_factors, factor_ranges, load_table, predict_step
+from advisor.plan import Plan
+from advisor.profiles import PhaseCheck, Profile, applied
+
+Clock = Literal["wall", "cpu"]
+Statistic = Literal["median", "min"]
+
+PHYSICAL = {"efficiency": (1e-4, 1.0), "mfu": (1e-4, 1.0)}
+"""Bounds a calibrated factor may take: efficiencies in (0, 1]; fixed costs any positive value."""
+
+
+def table() -> dict[str, Any]:
+    return load_table()["calibration"]
+
+
+def _bounds(name: str) -> tuple[float, float]:
+    for key, b in PHYSICAL.items():
+        if key in name:
+            return b
+    return (1e-6, 1e5)
+
+
+def _static(plan: Plan, name: str) -> str:
+    """The static-batch variant of a decode factor when the rollout is HF generate."""
+    if plan.rollout.engine == "hf" and name in ("decode_step_overhead_ms", "decode_hbm_efficiency"):
+        return name + "_static"
+    return name
+
+
+# --------------------------------------------------------------------------- reading timers
+
+
+def read_timers(points: Iterable[MetricPoint], clock: Clock = "wall") -> dict[str, dict[int, float]]:
+    """Per timer group, the seconds of each step (step -> seconds); derived groups included."""
+    groups = table()["groups"]
+    pats = {g["name"]: [re.compile(p) for p in g.get("raw_cpu" if clock == "cpu" else "raw", [])] for g in groups}
+    out: dict[str, dict[int, float]] = {g["name"]: {} for g in groups}
+    for i, pt in enumerate(points):
+        step = pt.step if pt.step is not None else i + 1
+        for g in groups:
+            name = g["name"]
+            val = None
+            if clock == "wall":
+                for m in g.get("metrics", []):
+                    if m in pt.values:
+                        val = pt.values[m]
+                        break
+            if val is None and pats[name]:
+                hits = [v for k, v in pt.raw.items() if any(p.match(k) for p in pats[name])]
+                if hits:
+                    val = sum(hits)
+            if val is not None and math.isfinite(val) and val >= 0:
+                out[name][step] = out[name].get(step, 0.0) + val if name != "step" else val
+    for g in groups:
+        d = g.get("derive")
+        if d and not out[g["name"]]:
+            a, b = out.get(d["from"], {}), out.get(d["minus"], {})
+            out[g["name"]] = {s: a[s] - b[s] for s in a if s in b and a[s] - b[s] > 0}
+    return {k: v for k, v in out.items() if v}
+
+
+def measured(timers: dict[str, dict[int, float]], statistic: Statistic = "median",
+             warmup: int | None = None) -> dict[str, tuple[float, int]]:
+    """(statistic over the steps after the warm-up, number of steps) per group."""
+    w = table()["warmup_steps"] if warmup is None else warmup
+    out = {}
+    for name, per_step in timers.items():
+        steps = sorted(per_step)
+        vals = [per_step[s] for s in steps[w:]] if len(steps) > w else []
+        if vals:
+            out[name] = (statistics.median(vals) if statistic == "median" else min(vals), len(vals))
+    return out
+
+
+# --------------------------------------------------------------------------- predicting
+
+
+def predicted(plan: Plan, factors: dict[str, float]) -> dict[str, float]:
+    """The time model's seconds for every timer group of ``plan``."""
+    st = predict_step(plan, factors)
+    out: dict[str, float] = {}
+    for g in table()["groups"]:
+        if g["phases"] == ["*"]:
+            out[g["name"]] = st.step_s
+            continue
+        hits = [p.seconds for p in st.phases if p.phase in g["phases"]]
+        if hits:
+            out[g["name"]] = sum(hits)
+    return out
+
+
+def _solve(plan: Plan, f: dict[str, float], group: str, key: str, target: float) -> float | None:
+    """The value of ``key`` that makes ``group`` predict ``target`` (None: out of physical reach)."""
+    lo, hi = _bounds(key)
+
+    def err(v: float) -> float:
+        return math.log(predicted(plan, {**f, key: v}).get(group, 0.0) or 1e-12) - math.log(target)
+
+    e_lo, e_hi = err(lo), err(hi)
+    if e_lo * e_hi > 0:
+        return None
+    a, b = math.log(lo), math.log(hi)
+    for _ in range(60):
+        mid = (a + b) / 2
+        e = err(math.exp(mid))
+        if (e < 0) == (e_lo < 0):
+            a = mid
+        else:
+            b = mid
+    return math.exp((a + b) / 2)
+
+
+def _range_width(key: str) -> float:
+    lo, hi = factor_ranges().get(key, (0.0, 0.0))
+    return math.log(hi / lo) if lo > 0 and hi > lo else 1.0
+
+
+def fit(plan: Plan, meas: dict[str, tuple[float, int]], base: dict[str, float] | None = None,
+        rounds: int = 2) -> tuple[dict[str, float], list[str]]:
+    """Factors that make ``plan``'s prediction meet ``meas`` (see the module docstring)."""
+    f = dict(base or default_factors())
+    notes: list[str] = []
+    groups = [g for g in table()["groups"] if g["name"] in meas and g["factors"]]
+    phase_groups = [g for g in groups if g["phases"] != ["*"]]
+    step_group = next((g for g in groups if g["phases"] == ["*"]), None)
+    chosen: dict[str, str] = {}
+    for _ in range(rounds):
+        used: set[str] = set()
+        for g in phase_groups:
+            name = g["name"]
+            if name not in predicted(plan, f):
+                if _ == 0:
+                    notes.append(f"{name}: measured, but the model has no such phase for this plan; not fitted")
+                continue
+            target = meas[name][0]
+            best: tuple[float, str, float] | None = None
+            for key in (_static(plan, k) for k in g["factors"]):
+                if key in used or key not in f:
+                    continue
+                val = _solve(plan, f, name, key, target)
+                if val is None:
+                    continue
+                cost = abs(math.log(val / f[key])) / _range_width(key)
+                if best is None or cost < best[0]:
+                    best = (cost, key, val)
+            if best is None:
+                if _ == 0:
+                    notes.append(f"{name}: no factor it may move reaches {target:.3g} s; not fitted")
+                continue
+            f[best[1]] = best[2]
+            used.add(best[1])
+            chosen[name] = best[1]
+        if step_group is not None:
+            key = step_group["factors"][0]
+            target = meas["step"][0]
+            base_s = predicted(plan, {**f, key: 0.0})["step"]
+            f[key] = max(target - base_s, 0.0)
+            chosen["step"] = key
+            if target < base_s and _ == 0:
+                notes.append(f"step: the fitted phases alone take {base_s:.3g} s, more than the measured "
+                             f"{target:.3g} s (phases overlap in this run); step_overhead_s set to 0")
+    for name, key in chosen.items():
+        lo, hi = factor_ranges().get(key, (None, None))
+        if lo is not None and not lo <= f[key] <= hi:
+            notes.append(f"{name} -> {key} = {f[key]:.4g}, outside the published range [{lo:g}, {hi:g}] "
+                         f"for data-centre GPUs: this cluster behaves differently from the published ones")
+    return f, notes
+
+
+# --------------------------------------------------------------------------- memory
+
+
+MEMORY_METRICS = ("max_memory_gb", "max_memory_reserved_gb")
+
+
+def read_memory(points: Iterable[MetricPoint]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for pt in points:
+        for m in MEMORY_METRICS:
+            v = pt.values.get(m)
+            if v is not None and math.isfinite(v) and v > 0:
+                out.setdefault(m, []).append(v)
+    return out
+
+
+def _memory_predicted(plan: Plan) -> tuple[float, float, float, float] | None:
+    """(allocated, reserved, fragmentation, capacity) GiB of the actor update phase."""
+    from advisor.memory import budget_memory
+
+    try:
+        budget = budget_memory(plan)
+    except AdvisorError:
+        return None
+    ph = next((p for p in budget.phases if p.phase == "actor_update"), None)
+    if ph is None:
+        return None
+    gap_terms = {"fragmentation", "allocator_reserve"}
+    outside = {"cuda_context", "nccl"}
+    alloc = sum(t.gib for t in ph.terms if t.name not in gap_terms | outside)
+    frag = sum(t.gib for t in ph.terms if t.name == "fragmentation")
+    reserve = sum(t.gib for t in ph.terms if t.name == "allocator_reserve")
+    cap = budget.pools[0].capacity_gib if budget.pools else 0.0
+    return alloc, alloc + frag + reserve, frag, cap
+
+
+def fit_memory(plan: Plan, mem: dict[str, list[float]], min_steps: int) -> tuple[dict[str, float], list[PhaseCheck], list[str]]:
+    """``allocator_reserve_fraction`` from the measured reserved-minus-allocated gap."""
+    if not all(len(mem.get(m, [])) >= min_steps for m in MEMORY_METRICS):
+        return {}, [], ([f"memory: {min_steps}+ steps of perf/max_memory_allocated_gb and perf/max_memory_reserved_gb "
+                         "are needed to fit the allocator terms; memory not calibrated"] if mem else [])
+    # veRL divides by 1024**3 (verl/workers/engine_workers.py): the "_gb" values are GiB already
+    alloc_m = max(mem["max_memory_gb"])
+    res_m = max(mem["max_memory_reserved_gb"])
+    before = _memory_predicted(plan)
+    if before is None:
+        return {}, [], ["memory: budget_memory cannot budget this plan's actor update; memory not calibrated"]
+    alloc_p, res_p, frag, cap = before
+    from advisor.constants import const
+
+    arf = min(max((res_m - alloc_m - frag) / cap, 0.0), 0.3) if cap > 0 else const("allocator_reserve_fraction")
+    fitted = {"allocator_reserve_fraction": round(arf, 5)}
+    with applied(Profile(name="fit", memory_constants=fitted)):
+        after = _memory_predicted(plan)
+    n = len(mem["max_memory_gb"])
+    checks = [PhaseCheck(phase="actor_update allocated", unit="GiB", measured=alloc_m, before=alloc_p,
+                         after=after[0] if after else alloc_p, points=n),
+              PhaseCheck(phase="actor_update reserved", unit="GiB", measured=res_m, before=res_p,
+                         after=after[1] if after else res_p, points=n)]
+    return fitted, checks, []
+
+
+# --------------------------------------------------------------------------- the whole calibration
+
+
+def calibrate_points(plan: Plan, points: list[MetricPoint], name: str, source: str = "", *,
+                     clock: Clock = "wall", statistic: Statistic | None = None, created: str = "") -> Profile:
+    """A profile fitted on the metric ``points`` of one run of ``plan``."""
+    tab = table()
+    min_steps = int(tab["min_steps"])
+    stat = statistic or tab["statistic"]
+    timers = read_timers(points, clock)
+    meas = measured(timers, stat)
+    usable = {k: v for k, v in meas.items() if v[1] >= min_steps}
+    model_groups = [g["name"] for g in tab["groups"] if g["factors"]]
+    if not any(k in usable for k in model_groups):
+        seen = ", ".join(f"{k}: {v[1]} steps" for k, v in meas.items()) or "no per-phase timers or step times"
+        raise AdvisorError(f"too few points to calibrate: need at least {min_steps} steps with timers after the "
+                           f"{tab['warmup_steps']} warm-up step(s); found {seen}", field="source", value=source,
+                           allowed=f"a run with >= {min_steps + tab['warmup_steps']} logged steps (veRL timing_s/*, "
+                                   "OpenRLHF timing/*, TRL step_time, NeMo-RL timers)")
+    with applied(None):
+        published = default_factors()
+    before = predicted(plan, published)
+    fitted, notes = fit(plan, usable, published)
+    after = predicted(plan, fitted)
+    checks = [PhaseCheck(phase=g, measured=usable[g][0], before=before[g], after=after[g], points=usable[g][1])
+              for g in [x["name"] for x in tab["groups"]] if g in usable and g in before]
+    for g, (val, n) in meas.items():
+        if n < min_steps and g in model_groups:
+            notes.append(f"{g}: only {n} steps after warm-up (< {min_steps}); not fitted")
+    mem_fit, mem_checks, mem_notes = fit_memory(plan, read_memory(points), min_steps)
+    band = None
+    steps = sorted(timers.get("step", {}).items())[int(tab["warmup_steps"]):]
+    if len(steps) >= min_steps:
+        vals = sorted(v for _, v in steps)
+        lo, hi = vals[int(0.16 * (len(vals) - 1))], vals[math.ceil(0.84 * (len(vals) - 1))]
+        band = round(max((hi - lo) / 2 / statistics.median(vals), 0.05), 4)
+    changed = {k: round(v, 6) for k, v in fitted.items() if abs(v - published.get(k, v)) > 1e-12 * max(1.0, abs(v))}
+    return Profile(name=name, source=source, created=created, framework=plan.framework.value, gpu=plan.hardware.gpu,
+                   time_factors=changed, memory_constants=mem_fit, checks=checks + mem_checks, band=band,
+                   notes=notes + mem_notes + [f"statistic: {stat} over steps after the warm-up; clock: {clock}"])
