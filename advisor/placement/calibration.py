@@ -146,6 +146,20 @@ def _range_width(key: str) -> float:
     return math.log(hi / lo) if lo > 0 and hi > lo else 1.0
 
 
+def _most_sensitive(plan: Plan, f: dict[str, float]) -> str:
+    """The factor with the largest |d log step / d log factor| among those the timer groups may move."""
+    keys = {_static(plan, k) for g in table()["groups"] for k in g["factors"]} & set(f)
+    base = predicted(plan, f)["step"]
+    best, best_e = "step_overhead_s", 0.0
+    for k in sorted(keys):
+        if f[k] <= 0:
+            continue
+        e = abs(math.log(predicted(plan, {**f, k: f[k] * 1.05})["step"] / base) / math.log(1.05))
+        if e > best_e:
+            best, best_e = k, e
+    return best
+
+
 def fit(plan: Plan, meas: dict[str, tuple[float, int]], base: dict[str, float] | None = None,
         rounds: int = 2) -> tuple[dict[str, float], list[str]]:
     """Factors that make ``plan``'s prediction meet ``meas`` (see the module docstring)."""
@@ -181,6 +195,16 @@ def fit(plan: Plan, meas: dict[str, tuple[float, int]], base: dict[str, float] |
             f[best[1]] = best[2]
             used.add(best[1])
             chosen[name] = best[1]
+        if step_group is not None and not phase_groups and _ == 0:
+            # a step timer alone: move the factor the step is most sensitive to (the phase that
+            # dominates it), not a fixed overhead that would not grow with the next setting
+            key = _most_sensitive(plan, f)
+            val = _solve(plan, f, "step", key, meas["step"][0])
+            if val is not None and key != step_group["factors"][0]:
+                f[key] = val
+                chosen["step"] = key
+                notes.append(f"step: only the whole step was timed; moved {key}, the factor it is most sensitive to")
+                break
         if step_group is not None:
             key = step_group["factors"][0]
             target = meas["step"][0]
@@ -263,21 +287,39 @@ def fit_memory(plan: Plan, mem: dict[str, list[float]], min_steps: int) -> tuple
 # --------------------------------------------------------------------------- the whole calibration
 
 
+def _with_measured_lengths(plan: Plan, points: list[MetricPoint], warm: int) -> tuple[Plan, list[str]]:
+    """The run's own mean response length in place of the plan's assumption: the timers measured
+    that run, and a length error must not be absorbed into the efficiency factors."""
+    vals = [p.values["response_length_mean"] for p in points[warm:] if "response_length_mean" in p.values]
+    vals = [v for v in vals if math.isfinite(v) and v > 0]
+    if not vals:
+        return plan, []
+    mean = max(1, min(round(statistics.median(vals)), plan.data.max_response_length))
+    data = plan.data.model_copy(update={"mean_response_length": mean})
+    return plan.model_copy(update={"data": data}), [f"mean response length {mean} tokens taken from the run's log"]
+
+
 def calibrate_points(plan: Plan, points: list[MetricPoint], name: str, source: str = "", *,
-                     clock: Clock = "wall", statistic: Statistic | None = None, created: str = "") -> Profile:
-    """A profile fitted on the metric ``points`` of one run of ``plan``."""
+                     clock: Clock = "wall", statistic: Statistic | None = None, created: str = "",
+                     min_steps: int | None = None, warmup: int | None = None) -> Profile:
+    """A profile fitted on the metric ``points`` of one run of ``plan``.
+
+    ``min_steps``/``warmup`` default to the table's; only a caller holding published run means
+    (one line that already averages a whole run) should lower them."""
     tab = table()
-    min_steps = int(tab["min_steps"])
+    min_steps = int(tab["min_steps"] if min_steps is None else min_steps)
+    warm = int(tab["warmup_steps"] if warmup is None else warmup)
     stat = statistic or tab["statistic"]
+    plan, len_note = _with_measured_lengths(plan, points, warm)
     timers = read_timers(points, clock)
-    meas = measured(timers, stat)
+    meas = measured(timers, stat, warm)
     usable = {k: v for k, v in meas.items() if v[1] >= min_steps}
     model_groups = [g["name"] for g in tab["groups"] if g["factors"]]
     if not any(k in usable for k in model_groups):
         seen = ", ".join(f"{k}: {v[1]} steps" for k, v in meas.items()) or "no per-phase timers or step times"
         raise AdvisorError(f"too few points to calibrate: need at least {min_steps} steps with timers after the "
-                           f"{tab['warmup_steps']} warm-up step(s); found {seen}", field="source", value=source,
-                           allowed=f"a run with >= {min_steps + tab['warmup_steps']} logged steps (veRL timing_s/*, "
+                           f"{warm} warm-up step(s); found {seen}", field="source", value=source,
+                           allowed=f"a run with >= {min_steps + warm} logged steps (veRL timing_s/*, "
                                    "OpenRLHF timing/*, TRL step_time, NeMo-RL timers)")
     with applied(None):
         published = default_factors()
@@ -291,7 +333,7 @@ def calibrate_points(plan: Plan, points: list[MetricPoint], name: str, source: s
             notes.append(f"{g}: only {n} steps after warm-up (< {min_steps}); not fitted")
     mem_fit, mem_checks, mem_notes = fit_memory(plan, read_memory(points), min_steps)
     band = None
-    steps = sorted(timers.get("step", {}).items())[int(tab["warmup_steps"]):]
+    steps = sorted(timers.get("step", {}).items())[warm:]
     if len(steps) >= min_steps:
         vals = sorted(v for _, v in steps)
         lo, hi = vals[int(0.16 * (len(vals) - 1))], vals[math.ceil(0.84 * (len(vals) - 1))]
@@ -299,4 +341,4 @@ def calibrate_points(plan: Plan, points: list[MetricPoint], name: str, source: s
     changed = {k: round(v, 6) for k, v in fitted.items() if abs(v - published.get(k, v)) > 1e-12 * max(1.0, abs(v))}
     return Profile(name=name, source=source, created=created, framework=plan.framework.value, gpu=plan.hardware.gpu,
                    time_factors=changed, memory_constants=mem_fit, checks=checks + mem_checks, band=band,
-                   notes=notes + mem_notes + [f"statistic: {stat} over steps after the warm-up; clock: {clock}"])
+                   notes=notes + mem_notes + len_note + [f"statistic: {stat} over steps after the warm-up; clock: {clock}"])

@@ -320,6 +320,71 @@ def _openrlhf_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Ti
     return out
 
 
+# --------------------------------------------------------------------------- OpenRLHF early throughput shape
+
+
+def _openrlhf_throughput_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCase]:
+    """Samples/s/GPU rows of OpenRLHF's early README (Ray, DeepSpeed ZeRO-2 + Adam offload, HF
+    generate, 4 actor + 2 critic + 1 reward + 1 reference GPUs on 8 A100). The published
+    throughput becomes the time of a 1024-prompt step, the same ratio to the prediction."""
+    out = []
+    hw = case.get("hardware", {})
+    gpu = _find_gpu(_gpu_name(hw.get("gpu", "A100")) + "-80G") or _gpu_name(hw.get("gpu", "A100"))
+    gpus = int(hw.get("count", 8))
+    st = case.get("settings", {}) or {}
+    for row in case["outcome"]["rows"]:
+        model = row["model"]
+        lo, _, hi = str(row.get("generation_length", "")).partition("-")
+        resp_mean = int((float(lo) + float(hi or lo)) / 2)
+        rollout_micro, _, train_micro = str(row.get("micro_batch_rollout_train", "8/4")).partition("/")
+        batch = 1024
+        max_seq = int(st.get("max_sequence_length", 2048))
+        pools = [Pool(name="actor", nodes=1, gpus_per_node=4, roles=["policy", "rollout"]),
+                 Pool(name="critic", nodes=1, gpus_per_node=2, roles=["critic"]),
+                 Pool(name="reward", nodes=1, gpus_per_node=1, roles=["reward"]),
+                 Pool(name="ref", nodes=1, gpus_per_node=1, roles=["reference"])]
+        plan = Plan(
+            name=re.sub(r"[^a-z0-9-]", "-", f"orlhf-early-{model}".lower())[:60], method="ppo", framework="openrlhf",
+            hardware=Hardware(gpu=gpu, gpus_per_node=gpus, nodes=1),
+            policy=_role(model, extra), reference=_role(model, extra), critic=_role(model, extra),
+            reward=_role(model, extra), algorithm=Algorithm(group_size=1, kl_coef=0.01),
+            data=DataSpec(train_batch_size=batch, mini_batch_size=128, max_prompt_length=max_seq // 2,
+                          max_response_length=int(float(hi or lo)), mean_prompt_length=max_seq // 4,
+                          mean_response_length=resp_mean, micro_batch_size_per_gpu=int(train_micro)),
+            rollout=Rollout(engine="hf", tp=1, max_num_seqs=int(rollout_micro)),
+            placement=Placement(mode="split", pools=pools),
+            memory=MemoryKnobs(train_backend="deepspeed", zero_stage=int(st.get("zero_stage", 2)),
+                               optimizer_offload=bool(st.get("adam_offload", True)), recompute="full",
+                               rollout_memory_fraction=0.9))
+        thr = float(row["throughput_samples_per_gpu_s"])
+        out.append(TimeCase(case=case["id"], row=f"OpenRLHF early {model} 8 GPUs", plan=plan, metric="step_s",
+                            published=batch / (thr * gpus),
+                            inferred=["1024 prompts per step, 128 per optimizer step (the period's scripts)",
+                                      "prompt 1024 + generate 1024 budget, mean prompt 512 (not published)",
+                                      "mean response = middle of the published generation-length range, "
+                                      "its upper end the longest response (the 1024 budget is not reached)",
+                                      "HF generate on the actor GPUs, rollout micro-batch = concurrent sequences",
+                                      "published samples/s/GPU turned into the seconds of a 1024-prompt step"]))
+    return out
+
+
+def _unscored_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCase]:
+    """Rows with no time of a setting the model can rebuild: each listed with its reason."""
+    out = []
+    gpu = str((case.get("hardware") or {}).get("gpu", "") or "")
+    for i, row in enumerate(case["outcome"]["rows"]):
+        label = str(row.get("model") or row.get("what") or i)[:60]
+        if "best_colocate_speedup" in row or "finding" in row:
+            why = ("a speedup ratio between two modes" if "best_colocate_speedup" in row else "a qualitative finding")
+            why += ("; the GPU type is not stated" if not gpu or "unspecified" in gpu else "")
+        elif "result" in row:
+            why = f"prose result, no step time: {str(row['result'])[:80]}"
+        else:
+            why = "row shape not understood: " + ", ".join(sorted(map(str, row)))[:160]
+        out.append(TimeCase(case=case["id"], row=label, metric="step_s", scored=False, skip_reason=why))
+    return out
+
+
 # --------------------------------------------------------------------------- DS-Chat e2e shape
 
 
@@ -395,6 +460,22 @@ def _rowwise(adapter: Any, case: dict[str, Any], extra: dict[str, ModelSpec]) ->
     return out
 
 
+def _no_rows_reason(case: dict[str, Any]) -> str:
+    """Why a time/placement case without rows gives no time row (listed, never silently dropped)."""
+    outcome = case.get("outcome") or {}
+    timed = sorted(k for k in outcome if re.search(r"(_s|_time_s|^step\d*)$", str(k)))
+    status = outcome.get("status", "?")
+    if status in ("config_only", "fits", "oom") and not timed:
+        return f"no published time (status {status}: a placement or memory check, not a time row)"
+    gpu = str((case.get("hardware") or {}).get("gpu", ""))
+    if timed and ("unspecified" in gpu or not gpu):
+        return f"published {', '.join(timed)} but the GPU type is not stated"
+    if timed:
+        return (f"published {', '.join(timed)} for a single setting whose batch, lengths or model the source "
+                "does not state")
+    return f"no time rows in the outcome (status {status})"
+
+
 def time_cases(doc: dict[str, Any], extra_models: dict[str, dict[str, Any]] | None = None) -> list[TimeCase]:
     """Every time row of a published-cases document, as TimeCase objects (shape-dispatched)."""
     extra = {name: ModelSpec(name=name, **dims) for name, dims in (extra_models or {}).items()}
@@ -404,6 +485,8 @@ def time_cases(doc: dict[str, Any], extra_models: dict[str, dict[str, Any]] | No
             continue
         rows = (case.get("outcome") or {}).get("rows")
         if not (isinstance(rows, list) and rows and isinstance(rows[0], dict)):
+            out.append(TimeCase(case=case["id"], row="(case)", metric="step_s", scored=False,
+                                skip_reason=_no_rows_reason(case)))
             continue
         first = rows[0]
         if "sync_s" in first:
@@ -416,10 +499,10 @@ def time_cases(doc: dict[str, Any], extra_models: dict[str, dict[str, Any]] | No
             adapter = _openrlhf_rows
         elif "gpus" in first and any(str(k).startswith("OPT-") for r in rows for k in r):
             adapter = _dschat_rows
+        elif "throughput_samples_per_gpu_s" in first and "model" in first:
+            adapter = _openrlhf_throughput_rows
         else:
-            out.append(TimeCase(case=case["id"], row="(all)", metric="step_s", scored=False,
-                                skip_reason="row shape not understood: " + ", ".join(sorted(map(str, first)))[:200]))
-            continue
+            adapter = _unscored_rows
         out += _rowwise(adapter, case, extra)
     return out
 

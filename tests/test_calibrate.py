@@ -1,0 +1,244 @@
+"""rl-advisor calibrate: timers read per framework, the fit, refusals, profiles applied by
+budget_memory / plan_placement, and transfer to a second setting (recorded published logs here;
+real CPU TRL runs in tests/test_calibrate_trl.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from advisor.errors import AdvisorError
+from advisor.metrics.model import make_point
+from advisor.placement.calibration import calibrate_points, measured, predicted, read_timers
+from advisor.placement.timemodel import default_factors, predict_step
+from advisor.plan import plan_from_yaml, plan_to_yaml
+from advisor.profiles import Profile, applied
+from rl_advisor import calibrate_tool
+from rl_advisor.metric_files import read_points
+
+REPO = Path(__file__).resolve().parent.parent
+CASES = REPO / "tests" / "cases" / "calibration"
+SHARED = REPO.parent / "shared" / "cases" / "published-dev.yaml"
+PLAN = REPO / "examples" / "plans" / "grpo-qwen2.5-7b-8xh100.yaml"
+
+
+@pytest.fixture()
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RL_ADVISOR_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RL_ADVISOR_ALLOWED_ROOTS", str(tmp_path))
+    return tmp_path
+
+
+def _plan():
+    return plan_from_yaml(PLAN.read_text())
+
+
+def _points(rows: list[dict[str, float]]):
+    return [make_point(r, step=i + 1, line=None, source="test") for i, r in enumerate(rows)]
+
+
+def test_timers_of_each_framework_are_read_into_groups() -> None:
+    verl = read_timers(_points([{"timing_s/gen": 10.0, "timing_s/old_log_prob": 2.0, "timing_s/ref": 1.5,
+                                 "timing_s/update_actor": 5.0, "timing_s/update_weights": 0.5,
+                                 "timing_s/step": 20.0}]))
+    assert {k: v[1] for k, v in verl.items()} == {"gen": 10.0, "old_log_prob": 2.0, "ref": 1.5, "update_actor": 5.0,
+                                                   "update_weights": 0.5, "step": 20.0}
+    orl = read_timers(_points([{"timing/generation": 9.0, "timing/make_experience": 3.0, "timing/ppo_train": 6.0,
+                                "timing/broadcast": 1.0, "timing/step_total": 19.0}]))
+    assert {k: v[1] for k, v in orl.items()} == {"gen": 9.0, "make_experience": 3.0, "update_actor": 6.0,
+                                                  "update_weights": 1.0, "step": 19.0}
+    trl_row = {"step_time": 0.3, "step_cpu_time": 0.1,
+               "profiling/Time taken: GRPOTrainer.transformers.generate": 0.2,
+               "profiling/Time taken: GRPOTrainer._prepare_inputs": 0.22,
+               "profiling/CPU time: GRPOTrainer.transformers.generate": 0.05,
+               "profiling/CPU time: GRPOTrainer._prepare_inputs": 0.06}
+    wall = read_timers(_points([trl_row]))
+    assert wall["gen"][1] == 0.2 and wall["step"][1] == 0.3
+    assert wall["update_actor"][1] == pytest.approx(0.08)  # step minus _prepare_inputs
+    cpu = read_timers(_points([trl_row]), clock="cpu")
+    assert cpu["gen"][1] == 0.05 and cpu["step"][1] == 0.1 and cpu["update_actor"][1] == pytest.approx(0.04)
+
+
+def test_too_few_points_are_refused() -> None:
+    pts = _points([{"timing_s/gen": 10.0, "timing_s/step": 20.0}] * 3)  # warm-up + 2
+    with pytest.raises(AdvisorError) as err:
+        calibrate_points(_plan(), pts, "x", "log")
+    assert err.value.problems[0].field == "source" and "too few points" in str(err.value)
+    with pytest.raises(AdvisorError):
+        calibrate_points(_plan(), _points([{"actor/entropy": 1.0}] * 10), "x", "log")  # no timers at all
+
+
+def test_fit_recovers_a_cluster_slower_than_the_published_fit() -> None:
+    """Measurements made by the model itself with other factors: calibration must meet them."""
+    plan = _plan()
+    truth = {**default_factors(), "forward_mfu": 0.25, "train_mfu": 0.3, "decode_hbm_efficiency": 0.55,
+             "step_overhead_s": 6.0}
+    want = predicted(plan, truth)
+    rows = [{"timing_s/gen": want["gen"], "timing_s/old_log_prob": want["old_log_prob"],
+             "timing_s/ref": want["ref"], "timing_s/update_actor": want["update_actor"],
+             "timing_s/step": want["step"]}] * 5
+    prof = calibrate_points(plan, _points(rows), "slow", "synthetic")
+    for c in prof.checks:
+        assert abs(c.error_after) < 0.01, c
+    assert any(abs(c.error_before) > 0.2 for c in prof.checks)
+    assert prof.time_factors["train_mfu"] == pytest.approx(0.3, rel=0.02)
+    with applied(prof):
+        assert predict_step(plan).step_s == pytest.approx(want["step"], rel=0.01)
+
+
+def test_memory_allocator_term_from_reserved_minus_allocated() -> None:
+    plan = _plan()
+    rows = [{"timing_s/step": 100.0, "perf/max_memory_allocated_gb": 40.0, "perf/max_memory_reserved_gb": 52.0}] * 5
+    prof = calibrate_points(plan, _points(rows), "mem", "synthetic")
+    assert "allocator_reserve_fraction" in prof.memory_constants
+    res = next(c for c in prof.checks if c.phase == "actor_update reserved")
+    alloc = next(c for c in prof.checks if c.phase == "actor_update allocated")
+    # the gap reserved - allocated is what the allocator terms stand for: after the fit the
+    # predicted gap equals the measured one
+    assert (res.after - alloc.after) == pytest.approx(res.measured - alloc.measured, abs=0.05)
+
+
+def test_profile_is_saved_applied_and_named(home: Path) -> None:
+    plan = _plan()
+    log = home / "run.log"
+    log.write_text("".join(f"step:{i} - timing_s/gen:90.0 - timing_s/update_actor:60.0 - timing_s/step:200.0\n"
+                           for i in range(1, 6)))
+    res = calibrate_tool.calibrate(str(log), "mycluster", plan=plan)
+    assert Path(res.saved_to).is_file() and "mycluster" in res.to_text()
+    assert calibrate_tool.list_profiles() == ["mycluster"]
+    mem = calibrate_tool.budget_memory(plan, profile="mycluster")
+    assert mem.profile.startswith("mycluster")
+    assert calibrate_tool.budget_memory(plan).profile.startswith("default")
+    rep = calibrate_tool.plan_placement(plan.model_copy(update={"profile": "mycluster"}), top_k=1)
+    assert rep.time_model.profile.startswith("mycluster")
+    assert rep.time_model.factors["train_mfu"] == pytest.approx(res.profile.time_factors["train_mfu"])
+    given = rep.given.time
+    assert given.step_s_low < given.step_s < given.step_s_high
+    with pytest.raises(AdvisorError) as err:
+        calibrate_tool.budget_memory(plan, profile="nope")
+    assert "mycluster" in str(err.value) and err.value.problems[0].field == "profile"
+    with pytest.raises(AdvisorError):
+        calibrate_tool.calibrate(str(log), "../escape", plan=plan)
+    with pytest.raises(AdvisorError) as err:
+        calibrate_tool.calibrate(str(log), "x")  # a log file carries no Plan
+    assert err.value.problems[0].field == "plan"
+
+
+def test_default_answer_has_the_published_uncertainty_band() -> None:
+    st = predict_step(_plan())
+    assert st.step_s_low < st.step_s < st.step_s_high
+    assert "fitted without their source" in st.band_note
+
+
+def test_cli_prints_before_after_table(home: Path) -> None:
+    log = home / "run.log"
+    log.write_text("".join(f"step:{i} - timing_s/gen:90.0 - timing_s/update_actor:60.0 - timing_s/step:200.0\n"
+                           for i in range(1, 6)))
+    plan_file = home / "plan.yaml"
+    plan_file.write_text(plan_to_yaml(_plan()))
+    out = subprocess.run([sys.executable, "-m", "rl_advisor", "calibrate", "--source", str(log), "--plan",
+                          str(plan_file), "--name", "cli-prof"], capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ})
+    assert out.returncode == 0, out.stderr
+    assert "measured" in out.stdout and "update_actor" in out.stdout and "cli-prof" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "rl_advisor", "budget-memory", "--plan", str(plan_file),
+                          "--profile", "missing"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "profile" in bad.stderr
+
+
+# --------------------------------------------------------------------------- recorded published logs
+
+
+def _published_plans(case: str) -> dict[str, object]:
+    if not SHARED.is_file():
+        pytest.skip("../shared/cases/published-dev.yaml not present")
+    from advisor.placement.cases import time_cases
+
+    doc = yaml.safe_load(SHARED.read_text())
+    extra = yaml.safe_load((REPO / "tests" / "cases" / "placement" / "models.yaml").read_text())["models"]
+    return {c.row: c.plan for c in time_cases(doc, extra) if c.case == case and c.metric == "step_s"}
+
+
+def _transfer(plan_a, log_a: Path, plan_b, log_b: Path) -> dict[str, tuple[float, float, float]]:
+    """Calibrate on log A (a published run mean: min_steps 1, no warm-up); per group of log B:
+    (measured, uncalibrated, calibrated)."""
+    prof = calibrate_points(plan_a, list(read_points(log_a)), "pub", str(log_a), min_steps=1, warmup=0)
+    raw_b = list(read_points(log_b))
+    meas = {k: v[0] for k, v in measured(read_timers(raw_b), warmup=0).items()}
+    if "gen" not in meas and "timing_s/generate_sequences" in raw_b[0].raw:
+        meas["gen"] = raw_b[0].raw["timing_s/generate_sequences"]
+    with applied(None):
+        before = predicted(plan_b, default_factors())
+    with applied(prof):
+        after = predicted(plan_b, default_factors())
+    return {k: (v, before[k], after[k]) for k, v in meas.items() if k in after}
+
+
+VERL_ROWS = {"fsdp2": ("colocate_sync vLLM+FSDP2", "one_step_overlap_async vLLM+FSDP2"),
+             "megatron": ("colocate_sync vLLM+Megatron", "one_step_overlap_async vLLM+Megatron")}
+
+
+def _verl(engine: str) -> dict[str, tuple[float, float, float]]:
+    plans = _published_plans("verl_one_step_off_qwen2.5-math-7b_16xh20")
+    sync, asyn = VERL_ROWS[engine]
+    got = _transfer(plans[sync], CASES / f"verl_one_step_off_{engine}_sync.log",
+                    plans[asyn], CASES / f"verl_one_step_off_{engine}_async.log")
+    print(engine, {k: f"measured {m:.0f} s, uncalibrated {b / m - 1:+.0%}, calibrated {a / m - 1:+.0%}"
+                   for k, (m, b, a) in got.items()})
+    return got
+
+
+def test_verl_fsdp2_sync_profile_predicts_one_step_off_training_phases() -> None:
+    """Calibrated on colocated sync (16 H20), the profile predicts the one-step-off run's log-prob
+    and update phases (12 training GPUs) within 15%; uncalibrated they are 60%+ off."""
+    got = _verl("fsdp2")
+    for phase in ("old_log_prob", "update_actor"):
+        m, before, after = got[phase]
+        assert abs(after / m - 1) <= 0.15 and abs(after / m - 1) < abs(before / m - 1), (phase, got[phase])
+
+
+@pytest.mark.xfail(strict=True, reason="measured: FSDP2 generation +47% and step +39% after calibration "
+                   "(uncalibrated +13% / +41%). The sync run's 321 s of generation is set by the tail of "
+                   "20k-token responses whose length distribution the doc does not publish; the one "
+                   "generation timer cannot tell a slow engine from long responses, so the fit lowers the "
+                   "decode efficiency, which the 4-GPU async pool then pays in full")
+def test_verl_fsdp2_generation_and_step_within_15_percent() -> None:
+    got = _verl("fsdp2")
+    assert all(abs(got[k][2] / got[k][0] - 1) <= 0.15 for k in ("gen", "step")), got
+
+
+@pytest.mark.xfail(strict=True, reason="measured: Megatron log-prob +32%, update +32% after calibration. "
+                   "veRL Megatron's update took 344 s on 16 GPUs and 347 s on 12 (and log-prob 119 s vs 120 s): "
+                   "phases that do not scale with the GPU count are beyond a FLOPs model with one "
+                   "efficiency per phase")
+def test_verl_megatron_sync_profile_predicts_one_step_off() -> None:
+    got = _verl("megatron")
+    assert all(abs(a / m - 1) <= 0.15 for m, _, a in got.values()), got
+
+
+def test_openrlhf_13b_profile_moves_34b_towards_the_cluster() -> None:
+    """The README table gives totals only: one step timer moves the factor the step is most
+    sensitive to."""
+    plans = _published_plans("openrlhf_vs_dschat_ppo_a800")
+    got = _transfer(plans["OpenRLHF 13B 32 GPUs"], CASES / "openrlhf_ppo_a800_13b.log",
+                    plans["OpenRLHF 34B 32 GPUs"], CASES / "openrlhf_ppo_a800_34b.log")
+    m, before, after = got["step"]
+    print({"step": f"measured {m:.0f} s, uncalibrated {before / m - 1:+.0%}, calibrated {after / m - 1:+.0%}"})
+    assert abs(after / m - 1) < abs(before / m - 1)
+
+
+@pytest.mark.xfail(strict=True, reason="measured: 34B step -50% after calibrating on 13B (-51% before). "
+                   "The 13B row is already within 14% uncalibrated, so calibration moves little; the 34B "
+                   "miss comes from the layout the table does not publish (pool split, vLLM TP, lengths: "
+                   "advisor.placement.cases infers them), under which generation is predicted faster for 34B "
+                   "than for 13B")
+def test_openrlhf_13b_profile_predicts_34b_within_15_percent() -> None:
+    plans = _published_plans("openrlhf_vs_dschat_ppo_a800")
+    got = _transfer(plans["OpenRLHF 13B 32 GPUs"], CASES / "openrlhf_ppo_a800_13b.log",
+                    plans["OpenRLHF 34B 32 GPUs"], CASES / "openrlhf_ppo_a800_34b.log")
+    m, _, after = got["step"]
+    assert abs(after / m - 1) <= 0.15
