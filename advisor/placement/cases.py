@@ -88,6 +88,50 @@ def _params(name: str, extra: dict[str, ModelSpec]) -> float:
     return float(spec.params or count_params(spec))
 
 
+# --------------------------------------------------------------------------- per-row settings
+
+_GEN_KEYS = ("generation_gpus", "gen_gpus", "rollout_gpus", "inference_gpus")
+_TRAIN_KEYS = ("training_gpus", "train_gpus", "trainer_gpus", "trainer_ranks")
+
+
+def _row_split(row: dict[str, Any], default: tuple[int, int] | None = None) -> tuple[int, int] | None:
+    """(generation GPUs, training GPUs) a row states: separate keys, or ``split: "4:12"``
+    (generation first; the order the veRL and NeMo-RL docs write it)."""
+    gen = next((int(row[k]) for k in _GEN_KEYS if row.get(k) not in (None, "")), None)
+    train = next((int(row[k]) for k in _TRAIN_KEYS if row.get(k) not in (None, "")), None)
+    sp = row.get("split") or row.get("async_split")
+    if isinstance(sp, dict):
+        gen = gen or next((int(sp[k]) for k in _GEN_KEYS if k in sp), None)
+        train = train or next((int(sp[k]) for k in _TRAIN_KEYS if k in sp), None)
+    elif isinstance(sp, str):
+        parts = [int(x) for x in re.findall(r"\d+", sp)]
+        if len(parts) == 2:
+            gen, train = parts
+    if gen and train:
+        return gen, train
+    if gen and row.get("gpus"):
+        return gen, int(row["gpus"]) - gen
+    return default
+
+
+def _row_mode(text: Any) -> str:
+    """The layout a row's mode names: fully_async, one_step_off or colocated (sync)."""
+    t = str(text or "").lower().replace("-", "_").replace(" ", "_")
+    if "fully" in t or "stream" in t or "partial" in t:
+        return "fully_async"
+    if "async" in t or "off" in t or "overlap" in t:
+        return "one_step_off"
+    return "colocated"
+
+
+def _pools_for(gen: int, train: int, train_roles: list[str]) -> list[Pool]:
+    def pool(name: str, g: int, roles: list[str]) -> Pool:
+        n = max(1, math.ceil(g / 8))
+        return Pool(name=name, nodes=n, gpus_per_node=g // n, roles=roles)
+
+    return [pool("train", train, train_roles), pool("rollout", gen, ["rollout"])]
+
+
 # --------------------------------------------------------------------------- NeMo-RL shape
 
 
@@ -125,15 +169,17 @@ def _nemo_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
             vals = str(row["train_layout"]).strip("[]").split(",")
             tp, cp, ep, pp = int(vals[0]), int(vals[1]), int(vals[2]), int(vals[5])
             inferred.append("train_layout read as [tp, cp, ep, ?, ?, pp, vpp] (notes: Megatron PP2 for 8B)")
-        async_row = "off" in str(row.get("policy", ""))
+        async_row = "off" in str(row.get("policy", "")) or _row_mode(row.get("mode")) != "colocated"
         nodes = max(1, gpus // 8)
         if async_row:
-            half = gpus // 2
-            pools = [Pool(name="train", nodes=max(1, half // 8), gpus_per_node=min(8, half), roles=["policy", "reference"]),
-                     Pool(name="rollout", nodes=max(1, half // 8), gpus_per_node=min(8, half), roles=["rollout"])]
+            split = _row_split(row)
+            if split is None:
+                split = (gpus // 2, gpus - gpus // 2)
+                inferred.append("1-step-off split: half the GPUs generate, half train (not published)")
+            pools = _pools_for(split[0], split[1], ["policy", "reference"])
             placement = Placement(mode="fully_async", pools=pools)
-            inferred.append("1-step-off split: half the GPUs generate, half train (not published)")
             inferred.append("NeMo-RL async GRPO generates continuously into a replay buffer (age <= 1): streaming")
+            inferred.append("dedicated rollout GPUs: vLLM's default gpu_memory_utilization 0.9 (nothing else shares them)")
         else:
             placement = Placement(mode="colocated", pools=[Pool(name="all", nodes=nodes, gpus_per_node=min(8, gpus),
                                                                 roles=["policy", "reference", "rollout"])])
@@ -149,7 +195,8 @@ def _nemo_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
                           mean_prompt_length=prompt, mean_response_length=int(resp),
                           micro_batch_size_per_gpu=1),
             rollout=Rollout(tp=gen_tp, max_num_seqs=256), placement=placement,
-            memory=MemoryKnobs(train_backend="megatron", rollout_memory_fraction=0.6, recompute="full"))
+            memory=MemoryKnobs(train_backend="megatron", rollout_memory_fraction=0.9 if async_row else 0.6,
+                               recompute="full"))
         out.append(TimeCase(case=case["id"], row=label, plan=plan, metric="step_s", published=row["step_s"],
                             published_tok_s_gpu=row.get("tok_s_gpu"), inferred=inferred, expert=True))
     return out
@@ -177,6 +224,10 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
         engine = str(row.get("engine", ""))
         megatron = "megatron" in engine.lower()
         resp_max = int(max_resp.get("megatron" if megatron else "fsdp2", 8192)) if isinstance(max_resp, dict) else int(max_resp)
+        resp_max = int(row.get("max_response_length", resp_max))
+        row_gpus = int(row.get("gpus", gpus))
+        split = _row_split(row, (gen_gpus, gpus - gen_gpus) if row_gpus == gpus else None) or \
+            (row_gpus // 4, row_gpus - row_gpus // 4)
         inferred = [f"{', '.join(from_recipe)} from the one-step-off recipe "
                     "(recipe/one_step_off_policy/dapo_7b_math_fsdp2_4_12.sh)"] if from_recipe else []
         if "mean_response_length" in from_recipe:
@@ -185,15 +236,11 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
         inferred.append("dynamic batching with 2 x (prompt + response) tokens per GPU; no KL (DAPO recipe)")
         if megatron:
             inferred.append("Megatron layout TP2 (not published)")
-        asynchronous = "async" in str(row.get("mode", ""))
-        nodes = max(1, math.ceil(gpus / 8))
-        gpn = gpus // nodes
-        if asynchronous:
-            train_g = gpus - gen_gpus
-            t_nodes = math.ceil(train_g / 8)
-            pools = [Pool(name="train", nodes=t_nodes, gpus_per_node=train_g // t_nodes, roles=["policy"]),
-                     Pool(name="rollout", nodes=max(1, gen_gpus // 8), gpus_per_node=min(8, gen_gpus), roles=["rollout"])]
-            placement = Placement(mode="one_step_off", pools=pools)
+        mode = _row_mode(row.get("mode"))
+        nodes = max(1, math.ceil(row_gpus / 8))
+        gpn = row_gpus // nodes
+        if mode != "colocated":
+            placement = Placement(mode=mode, pools=_pools_for(split[0], split[1], ["policy"]))
         else:
             placement = Placement(mode="colocated", pools=[Pool(name="all", nodes=nodes, gpus_per_node=gpn,
                                                                 roles=["policy", "rollout"])])
@@ -201,7 +248,7 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
         plan = Plan(
             name=f"verl-osoff-{i}", method="dapo", framework="verl",
             hardware=Hardware(gpu=gpu, gpus_per_node=gpn, nodes=nodes),
-            policy=_role(case.get("model", "Qwen2.5-Math-7B"), extra,
+            policy=_role(row.get("model") or case.get("model", "Qwen2.5-Math-7B"), extra,
                          parallel=Parallelism(tp=2) if megatron else Parallelism(sp=4, fsdp_size=2)),
             algorithm=Algorithm(group_size=int(used["rollout_n"]), kl_coef=0.0),
             data=DataSpec(train_batch_size=int(used["train_batch_size"]), mini_batch_size=int(used["ppo_mini_batch_size"]),
