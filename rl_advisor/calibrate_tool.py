@@ -8,7 +8,7 @@ pure core inside ``advisor.profiles.applied``; their answers name the profile th
 
 from __future__ import annotations
 
-import json
+import os
 import re
 import time
 from pathlib import Path
@@ -29,7 +29,7 @@ def profiles_dir() -> Path:
     from rl_advisor.paths import data_dir
 
     d = data_dir() / "profiles"
-    d.mkdir(parents=True, exist_ok=True)
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
     return d
 
 
@@ -60,11 +60,13 @@ def load_profile(name: str | None, field: str = "profile") -> Profile | None:
 
 
 def save_profile(profile: Profile) -> Path:
-    path = profiles_dir() / f"{_check_name(profile.name)}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(profile.model_dump_json(indent=2), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    """Written through the one hardened writer (no link followed, atomic replace, private)."""
+    from rl_advisor.safe_paths import OutputDir
+
+    d = profiles_dir()
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    with OutputDir(os.open(d, flags), d, "name") as out:
+        return out.write(f"{_check_name(profile.name)}.json", profile.model_dump_json(indent=2), mode=0o600)
 
 
 # --------------------------------------------------------------------------- reading a run
