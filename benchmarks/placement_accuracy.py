@@ -156,7 +156,7 @@ def write_factors(factors: dict[str, float], rows: list[dict[str, Any]], held: l
     fit_block = (f"fit:\n  rows: {len(errs)}\n  median_abs_error: {statistics.median(errs):.3f}\n"
                  f"  max_abs_error: {max(errs):.3f}\n"
                  f"  note: python benchmarks/placement_accuracy.py --fit --write on {time.strftime('%Y-%m-%d')}; "
-                 f"|predicted/published - 1| over the scored dev rows\n")
+                 f"|predicted/published - 1| over the scored rows of published-dev.yaml + published-extra.yaml\n")
     if held:
         fit_block += (f"  cv_rows: {len(held)}\n  cv_median_abs_error: {statistics.median(held):.3f}\n"
                       f"  cv_max_abs_error: {max(held):.3f}\n"
