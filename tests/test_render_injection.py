@@ -74,6 +74,7 @@ def rich_plan_data() -> dict[str, Any]:
         "logging": {"backends": ["console", "file", "wandb", "tensorboard"], "project": "proj",
                     "experiment": "exp", "output_dir": "out"},
         "env": {"MY_VAR": "value", "OTHER": "x"},
+        "profile": "cluster-a",
     }
 
 
@@ -315,7 +316,8 @@ def test_hostile_values_keep_structure(path: tuple, stub_bin: Path, tmp_path: Pa
                 assert art.name == ben.name
                 check_artifact(art, stub_bin, tmp_path, benign=shapes[art.name])
             exercised += 1
-    if path[-1] not in ("gpu",) and path[0] not in ("placement",) and not str(path[-1]).endswith("_env"):
+    # profile: a pattern-constrained name that no artifact renders (every hostile value refused)
+    if path[-1] not in ("gpu",) and path[0] not in ("placement", "profile") and not str(path[-1]).endswith("_env"):
         assert exercised or path[-1] == "name" and path[0] == "reward_function"
 
 

@@ -158,6 +158,7 @@ def _tool_table_names() -> set[str]:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) >= 2 and "`" in cells[1]:
             names |= set(re.findall(r"`([a-z]+(?:_[a-z]+)+)`", cells[1]))
+            names |= set(re.findall(r"^`([a-z]+)`", cells[1]))  # a one-word tool leads its cell
     return names
 
 
