@@ -26,7 +26,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 
 
 def profiles_dir() -> Path:
-    from rl_advisor.paths import data_dir
+    from backends.data_folder import data_dir
 
     d = data_dir() / "profiles"
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
