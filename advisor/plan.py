@@ -223,17 +223,16 @@ class ModelSpec(Strict):
 
 
 class GPUNumbers(Strict):
-    """An accelerator described by its numbers, for a card the GPU catalog does not list."""
+    """A GPU the catalog lacks, by its numbers."""
 
-    memory_gib: float = Field(..., gt=0, le=4096, description="Device memory, GiB (the 24 of 24GB).")
-    bandwidth_tbs: float = Field(..., gt=0, le=100, description="Memory bandwidth, TB/s.")
-    bf16_tflops: float = Field(..., gt=0, le=100000, description="Dense (not 2:4-sparse) BF16 TFLOP/s.")
-    fp8_tflops: float | None = Field(None, gt=0, le=200000, description="Dense FP8 TFLOP/s; none if unsupported.")
-    link: Literal["nvlink", "pcie", "infinity_fabric", "ici"] = Field(
-        "pcie", description="GPU-to-GPU link inside a node.")
-    link_gbs: float = Field(32.0, gt=0, le=10000, description="GB/s per GPU over that link, one direction.")
+    memory_gib: float = Field(..., gt=0, le=4096, description="GiB (the 24 of 24GB).")
+    bandwidth_tbs: float = Field(..., gt=0, le=100, description="TB/s.")
+    bf16_tflops: float = Field(..., gt=0, le=100000, description="Dense BF16 TFLOP/s.")
+    fp8_tflops: float | None = Field(None, gt=0, le=200000, description="Dense FP8 TFLOP/s.")
+    link: Literal["nvlink", "pcie", "infinity_fabric", "ici"] = "pcie"
+    link_gbs: float = Field(32.0, gt=0, le=10000, description="GB/s per GPU, one way.")
     family: Literal["cuda", "rocm", "tpu"] = "cuda"
-    source: str | None = Field(None, max_length=500, description="Where the numbers come from (datasheet URL).")
+    source: str | None = Field(None, max_length=500, description="Datasheet URL.")
 
 
 class Hardware(Strict):
@@ -241,8 +240,7 @@ class Hardware(Strict):
     any name when ``gpu_spec`` gives the card's numbers."""
 
     gpu: str = Field("H100", min_length=1, max_length=64)
-    gpu_spec: GPUNumbers | None = Field(None, description="The GPU's numbers when its name is not in "
-                                        "the catalog (they win over the catalog row when both exist).")
+    gpu_spec: GPUNumbers | None = Field(None, description="The GPU's numbers, for a name the catalog lacks.")
     gpus_per_node: int = Field(8, gt=0, le=64)
     nodes: int = Field(1, gt=0, le=4096)
     intra_node: Literal["nvlink", "pcie", "ici", "infinity_fabric"] | None = Field(
