@@ -8,16 +8,42 @@ metric files give the points, its stdout/stderr the log signatures, its Plan the
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Iterable
 
 from pydantic import BaseModel, Field
 
 from advisor.diagnosis import Diagnosis, DiagnosisSession
+from advisor.diagnosis.prefilter import set_db_cache
 from advisor.errors import AdvisorError
 from advisor.metrics import make_point
 from advisor.plan import Framework, Plan
-from rl_advisor.metric_files import is_tensorboard_path, iter_text_chunks, metric_files_in, read_tensorboard
+from rl_advisor.metric_files import is_tensorboard_path, iter_byte_chunks, metric_files_in, read_tensorboard
+
+
+def _cache_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("rl-advisor")) / "diagnose"
+
+
+def _load_db(key: str) -> bytes | None:
+    try:
+        return (_cache_dir() / f"prefilter-{key}.hsdb").read_bytes()
+    except OSError:
+        return None
+
+
+def _save_db(key: str, blob: bytes) -> None:
+    folder = _cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".prefilter-{key}.{os.getpid()}.tmp"
+    tmp.write_bytes(blob)
+    os.replace(tmp, folder / f"prefilter-{key}.hsdb")  # atomic: concurrent processes never read half a file
+
+
+set_db_cache(_load_db, _save_db)
 
 
 class InlineMetricPoint(BaseModel):
@@ -38,8 +64,8 @@ def _feed_file(session: DiagnosisSession, path: Path, *, read_metrics: bool = Tr
                notes: list[str] | None = None) -> None:
     first = session.line_no + 1
     session.next_file(read_metrics=read_metrics)
-    for chunk in iter_text_chunks(path):
-        session.feed(chunk)
+    for chunk in iter_byte_chunks(path):  # bytes: only the lines that matter are decoded
+        session.feed_bytes(chunk)
     session.end_file()
     if notes is not None:
         notes.append(f"lines {first}-{session.line_no}: {path}")
@@ -109,8 +135,8 @@ def diagnose_run_record(run_id: str, plan: Plan | None = None,
             else:
                 session.next_file(read_metrics=True, fmt=record.metrics_format)
                 first = session.line_no + 1
-                for chunk in iter_text_chunks(m):
-                    session.feed(chunk)
+                for chunk in iter_byte_chunks(m):
+                    session.feed_bytes(chunk)
                 session.end_file()
                 notes.append(f"lines {first}-{session.line_no}: {m}")
     for name, log in sorted(record.log_paths.items()):

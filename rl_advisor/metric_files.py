@@ -33,6 +33,16 @@ def read_head(path: Path, limit: int = HEAD_BYTES) -> str:
         return fh.read(limit).decode("utf-8", errors="replace")
 
 
+def iter_byte_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """The file's raw bytes, ``chunk_bytes`` at a time (confined to the allowed roots)."""
+    with open_input(path) as fh:
+        while True:
+            block = fh.read(chunk_bytes)
+            if not block:
+                break
+            yield block
+
+
 def iter_text_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[str]:
     """The file's text, decoded incrementally (errors replaced), ``chunk_bytes`` at a time."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")

@@ -12,14 +12,17 @@ wrappers and consequences); then the earliest line.
 
 from __future__ import annotations
 
+import codecs
+import re
 from typing import Iterable
 
 from advisor.diagnosis.model import SEVERITY_RANK, Check, Diagnosis, Evidence, Finding, Fix, LogLine
 from advisor.diagnosis.rules import CHECKS, RuleContext
+from advisor.diagnosis.prefilter import MARKER, METRIC, NONFINITE, RECORD, SIGNAL, line_ends, prose_scan_lines
 from advisor.diagnosis.signatures import SigHit, SignatureScanner
 from advisor.diagnosis.tables import make_fixes, rules, taxonomy
 from advisor.metrics import MetricPoint, SeriesStore, detect_format, make_reader
-from advisor.metrics.parsers import MAX_LINE_CHARS, TrainerStateReader
+from advisor.metrics.parsers import MAX_LINE_CHARS, LogReader, TrainerStateReader
 
 PLOT_METRICS = ("reward_mean", "kl", "kl_seq", "entropy", "response_length_mean", "response_clip_ratio",
                 "grad_norm", "loss", "frac_reward_zero_std", "timing_gen_s", "timing_step_s", "dpo_margin")
@@ -28,6 +31,21 @@ _SOURCE_FRAMEWORK = {"verl_console": "verl", "verl_jsonl": "verl", "trl_trainer_
                      "trl_console": "trl", "trl_jsonl": "trl", "openrlhf_console": "openrlhf",
                      "nemo_rl_console": "nemo_rl"}
 _KIND_WEIGHT = {"log": 3, "metric": 3, "prose": 1}
+
+SAMPLE_AFTER = 256
+"""One-line metric records parsed in full before sampling starts (a quarter of the series store's 1024 buckets
+per metric). After that records [N*2^(p-1), N*2^p) are parsed one in 2^p: about N/2 per doubling,
+so parsing grows with the log's logarithm and the buckets stay evenly filled."""
+
+_RECORD_TEXT = re.compile(r"(?:^|[\s>)])step:\s*\d+\s+-\s|Global step \d|^[\s>]*\{['\"]")
+
+
+def _is_record(text: str) -> bool:
+    """A one-line metric record, tested on a line that also holds a log trigger."""
+    return _RECORD_TEXT.search(text) is not None
+
+
+_TQDM_BYTES = re.compile(rb"(\d+)/(\d+) \[[\d:]+<")
 
 
 class DiagnosisSession:
@@ -42,8 +60,14 @@ class DiagnosisSession:
         self.scanner = SignatureScanner()
         self.store = SeriesStore()
         self._file_store = SeriesStore()  # the current file's points, merged at end_file
-        self._buf = ""
+        self._bbuf = b""
+        self._text_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.line_no = 0
+        self._file_line = 0
+        self._full_lines = prose_scan_lines()
+        self._records = 0
+        self._stride = 1
+        self._skipped = 0
         self._finished = False
         self._read_metrics = True
 
@@ -59,39 +83,124 @@ class DiagnosisSession:
 
     def end_file(self) -> None:
         """Flush the current input (a last line without newline, multi-line records)."""
+        if self._bbuf:
+            tail, self._bbuf = self._bbuf, b""
+            if isinstance(self.reader, TrainerStateReader):
+                if self._read_metrics:
+                    self._file_store.extend(self.reader.feed(self._text_decoder.decode(tail, final=True)))
+                self.line_no += 1
+            else:
+                self.line_no += 1
+                self._file_line += 1
+                self._handle(self.line_no, tail.decode("utf-8", "replace"), METRIC | SIGNAL | MARKER, full=True)
         if self.reader is not None and self._read_metrics:
             self._file_store.extend(self.reader.finish())
         self.store.merge(self._file_store)
         self._file_store = SeriesStore()
-        if self._buf:
-            self.line_no += 1
-            if not isinstance(self.reader, TrainerStateReader):
-                self.scanner.feed_line(self.line_no, self._buf)
-            self._buf = ""
         self.reader = None
+        self._file_line = 0
+        self._text_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def feed(self, chunk: str) -> None:
+        """Feed text (any split; a line may span chunks)."""
+        if chunk:
+            self.feed_bytes(chunk.encode("utf-8", "replace"))
+
+    def feed_bytes(self, chunk: bytes) -> None:
+        """Feed raw bytes of a log (undecodable bytes become U+FFFD, line by line).
+
+        The first ``prose_scan_lines`` lines of a file go to every reader; after that one scan of
+        each chunk (advisor/diagnosis/prefilter.py) picks the lines that can matter, and only
+        those are decoded and parsed. Line numbers count every line."""
         if not chunk:
             return
         if self.reader is None:
-            self.fmt = self.fmt or detect_format(chunk[:65536])
+            self.fmt = self.fmt or detect_format(chunk[:65536].decode("utf-8", "replace"))
             self.reader = make_reader(self.fmt)
-        if self._read_metrics:
-            self._file_store.extend(self.reader.feed(chunk))
-        data = self._buf + chunk if self._buf else chunk
-        lines = data.split("\n")
-        self._buf = lines.pop()
-        if len(self._buf) > MAX_LINE_CHARS:
-            self._buf = self._buf[:MAX_LINE_CHARS]
         if isinstance(self.reader, TrainerStateReader):
-            self.line_no += len(lines)
+            data = self._bbuf + chunk if self._bbuf else chunk
+            cut = data.rfind(b"\n") + 1
+            self._bbuf = data[cut:]
+            if self._read_metrics:
+                self._file_store.extend(self.reader.feed(self._text_decoder.decode(data[:cut])))
+            self.line_no += data.count(b"\n", 0, cut)
             return
-        scan = self.scanner.feed_line
-        n = self.line_no
-        for line in lines:
-            n += 1
-            scan(n, line)
+        data = self._bbuf + chunk if self._bbuf else chunk
+        cut = data.rfind(b"\n") + 1
+        self._bbuf = data[cut:cut + MAX_LINE_CHARS] if cut < len(data) else b""
+        if not cut:
+            return
+        pos = 0
+        while pos < cut and self._file_line < self._full_lines:  # the prose zone: every line
+            end = data.find(b"\n", pos)
+            self.line_no += 1
+            self._file_line += 1
+            self._handle(self.line_no, data[pos:end].decode("utf-8", "replace"), METRIC | SIGNAL | MARKER, full=True)
+            pos = end + 1
+        if pos < cut:
+            self._feed_filtered(data[pos:cut] if pos or cut < len(data) else data)
+
+    def _feed_filtered(self, body: bytes) -> None:
+        """The lines of ``body`` (ending in a newline) past the prose zone. Most lines are never
+        looked at; a metric record that sampling skips costs a few integer operations."""
+        count, find, rfind, startswith = body.count, body.find, body.rfind, body.startswith
+        n = self.line_no  # the line number of the last line handled
+        done = 0  # offset of the first byte not yet counted
+        reader = self.reader
+        metrics = self._read_metrics and isinstance(reader, LogReader)
+        records, k, skipped = self._records, self._stride, self._skipped
+        for end, kinds in line_ends(body):
+            if end < done:
+                continue  # already consumed as a continuation line
+            if kinds & RECORD and not kinds & (SIGNAL | METRIC):
+                # a one-line metric record (markers inside metric keys do not count): sampled
+                if not metrics:
+                    continue
+                records += 1
+                if records > SAMPLE_AFTER and not kinds & NONFINITE:
+                    k = max(k, 1 << (records // SAMPLE_AFTER).bit_length())
+                    if records % k:
+                        skipped += 1
+                        continue
+                start = rfind(b"\n", 0, end) + 1
+                n += count(b"\n", done, start) + 1
+                if startswith(b"{'", start):
+                    self._progress_before(body, done, start)
+                self._file_store.extend(reader.feed_line(n, body[start:end].decode("utf-8", "replace")))
+            else:
+                start = rfind(b"\n", 0, end) + 1
+                n += count(b"\n", done, start) + 1
+                text = body[start:end].decode("utf-8", "replace")
+                if kinds & RECORD and metrics and _is_record(text):
+                    self._file_store.extend(reader.feed_line(n, text))  # a record that also names a trigger
+                else:
+                    self._handle(n, text, kinds | (METRIC if kinds & RECORD else 0), full=False)
+            done = end + 1
+            while metrics and reader.wants_next_line and done < len(body):
+                nxt = find(b"\n", done)  # a wrapped step line continues on the next line
+                n += 1
+                self._handle(n, body[done:nxt].decode("utf-8", "replace"), METRIC | SIGNAL, full=False)
+                done = nxt + 1
+        n += count(b"\n", done)
+        self._records, self._stride, self._skipped = records, k, skipped
+        self._file_line += n - self.line_no
         self.line_no = n
+
+    def _progress_before(self, body: bytes, lo: int, hi: int) -> None:
+        """TRL takes its step from the tqdm counter printed before each dict line; the bar lines
+        were skipped by the pre-filter, so read the last counter from the bytes in between."""
+        last = None
+        for last in _TQDM_BYTES.finditer(body, max(lo, hi - 8192), hi):
+            pass
+        if last is not None:
+            self.reader.note_progress(int(last.group(1)), int(last.group(2)))  # type: ignore[union-attr]
+
+    def _handle(self, line_no: int, text: str, kinds: int, *, full: bool) -> None:
+        if kinds & METRIC and self._read_metrics and self.reader is not None:
+            self._file_store.extend(self.reader.feed_line(line_no, text))
+        if kinds & (SIGNAL | MARKER) and not isinstance(self.reader, TrainerStateReader):
+            stripped = text.lstrip()
+            self.scanner.feed_line(line_no, text, prose_ok=full or stripped[:1] in ("#", ">"))
 
     def add_points(self, points: Iterable[MetricPoint]) -> None:
         for p in points:
@@ -148,6 +257,9 @@ class DiagnosisSession:
             notes.append("framework not detected: fixes are listed for every framework (pass --plan to narrow)")
         if not self.store.points:
             notes.append("no metric points found: only log signatures were checked")
+        if self._skipped:
+            notes.append(f"long log: after {SAMPLE_AFTER} metric records one in {self._stride} was parsed "
+                         f"({self._skipped} skipped); records with NaN/Inf were always parsed")
         series = [s for s in (self.store.to_series(n) for n in _plot_names(self.store, findings)) if s is not None]
         return Diagnosis(status=status, framework=framework, formats=dict(self.store.sources),
                          lines_read=self.line_no, points_read=self.store.points, findings=findings,

@@ -31,6 +31,7 @@ class _Sig:
     row: dict[str, Any]
     before: re.Pattern[str] | None = None
     after: re.Pattern[str] | None = None
+    prose: bool = False  # scope: prose (descriptions), see diagnosis_signatures.yaml
 
 
 @dataclass
@@ -121,7 +122,8 @@ class SignatureScanner:
                        triggers=tuple(t.lower() for t in row.get("triggers", [])),
                        patterns=[re.compile(p) for p in row.get("patterns", [])],
                        requires=[re.compile(p) for p in row.get("requires_file", [])],
-                       suppresses=tuple(row.get("suppresses", [])), kind=row.get("kind", "match"), row=row)
+                       suppresses=tuple(row.get("suppresses", [])), kind=row.get("kind", "match"), row=row,
+                       prose=row.get("scope") == "prose")
             if sig.kind == "ratio":
                 sig.before, sig.after = re.compile(row["before"]), re.compile(row["after"])
             self._sigs.append(sig)
@@ -172,7 +174,9 @@ class SignatureScanner:
 
     # ------------------------------------------------------------------ scanning
 
-    def feed_line(self, line_no: int, text: str) -> None:
+    def feed_line(self, line_no: int, text: str, prose_ok: bool = True) -> None:
+        """Scan one line. ``prose_ok=False``: a machine-log line past the prose zone of a long
+        input (prose-scope signatures do not read it)."""
         self.lines = line_no
         t = text.strip()
         if not t:
@@ -203,7 +207,7 @@ class SignatureScanner:
         present = [tr for tr in self._trigger_list if tr in low]
         wanted = {i for tr in present for i in self._sigs_by_trigger[tr]}
         for i, sig in enumerate(self._sigs):
-            if i not in wanted:
+            if i not in wanted or (sig.prose and not prose_ok):
                 continue
             if sig.kind == "ratio":
                 self._ratio(sig, line_no, t)
@@ -237,7 +241,7 @@ class SignatureScanner:
         markers = [m.lower() for m in rule["markers"]]
         window = int(rule.get("window", 40))
         for n, text, _ in list(self._ring)[-window:]:
-            if any(mk in text.lower() for mk in markers):
+            if n >= line_no - window and any(mk in text.lower() for mk in markers):
                 self._upgrade_hit(rule, (line_no, t), (n, text))
                 return
         if len(self._pending_upgrades) < MAX_LINES_KEPT:
@@ -269,8 +273,10 @@ class SignatureScanner:
 
     def _phase_before(self, phases_here: tuple[int, ...]) -> int | None:
         found = set(phases_here)
-        for _, _, ph in self._ring:
-            found.update(ph)
+        oldest = self.lines - (self._ring.maxlen or 0)
+        for n, _, ph in self._ring:  # the ring may hold only pre-filtered lines: bound by distance
+            if n >= oldest:
+                found.update(ph)
         return min(found) if found else None
 
     def _ratio(self, sig: _Sig, line_no: int, t: str) -> None:

@@ -46,6 +46,10 @@ MAX_RECORD_KEYS = 10000
 
 _WRAPPED = re.compile(r"^(?:np\.|numpy\.|torch\.)?(?:float|int|uint|bool|tensor)\d*\(\s*([^,()]+?)\s*(?:,.*)?\)$")
 _VERL_STEP = re.compile(r"(?:^|[\s>)])step:\s*(\d+)\s+-\s+")
+_VERL_KV = re.compile(r"\s-\s+([^\s:]+):\s*(?:(?:np|numpy|torch)\.)?(?:(?:float|int|uint|bool|tensor)\d*\(\s*)?"
+                      r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf|True|False))(?=[\s),]|$)")
+"""One ``key:value`` of a veRL step line (plain, ``np.float64(x)``, ``True``, ``nan``), found in one
+scan of the line instead of a split and a float() attempt per segment."""
 _TQDM = re.compile(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+,\s*(?:[\d.]+|\?)\s*(?:s/it|it/s)")
 _TQDM_POSTFIX = re.compile(r"(\d+)/(\d+) \[[^\]]*?(?:s/it|it/s),\s*([A-Za-z_][\w/.]*=[^\]]*)\]")
 _PYDICT_ITEM = re.compile(r"'([^'\\]{1,200})':\s*(?:'([^'\\]{0,64})'|([^,'}\s][^,}]*))")
@@ -147,6 +151,25 @@ class LogReader:
             self._line(line, out)
         return out
 
+    def feed_line(self, line_no: int, text: str) -> list[MetricPoint]:
+        """Parse one whole line (no newline) read elsewhere, at ``line_no`` (the pre-filtered
+        path of diagnose: only lines that can carry metrics are handed over)."""
+        out: list[MetricPoint] = []
+        self.line_no = line_no
+        self._line(text, out)
+        return out
+
+    @property
+    def wants_next_line(self) -> bool:
+        """A step line that may continue on the next line (terminal wrap) is pending."""
+        return self._pending is not None
+
+    def note_progress(self, step: int, total: int | None) -> None:
+        """The last tqdm counter before a record (found by the caller in skipped lines)."""
+        self._tqdm_step = step
+        if total:
+            self.total_steps = total
+
     def finish(self) -> list[MetricPoint]:
         """End of input: parse a last unterminated line and flush multi-line records."""
         out: list[MetricPoint] = []
@@ -182,16 +205,8 @@ class LogReader:
         if not m:
             return
         raw: dict[str, float] = {}
-        for seg in text[m.end():].split(" - "):
-            key, sep, val = seg.rpartition(":")
-            if not sep:
-                continue
-            key = key.strip()
-            if not key or " " in key:
-                continue
-            num = parse_number(val)
-            if num is not None:
-                raw[key] = num
+        for key, val in _VERL_KV.findall(text, m.end() - 3):
+            raw[key] = 1.0 if val == "True" else 0.0 if val == "False" else float(val)
         self._emit(out, raw, int(m.group(1)), self._pending_line, "verl_console")
 
     @staticmethod

@@ -59,6 +59,15 @@ class Series:
         if self.first_value is None:
             self.first_value, self.first_step = value, step
         self.last_value = value
+        if self.width == 1:  # one value per bucket: append directly (the common case of short runs)
+            self.step.append(step)
+            self.line.append(line or 0)
+            self.mean.append(value)
+            self.vmax.append(value)
+            self.vmin.append(value)
+            if len(self.mean) >= self.capacity:
+                self._halve()
+            return
         if self._acc_n == 0:
             self._acc_step, self._acc_line = step, line or 0
         self._acc_n += 1

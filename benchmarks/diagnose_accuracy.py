@@ -1,0 +1,172 @@
+"""How often diagnose_run names the right problem on real runs, per category and per source, for
+the development part and the validation part of the case corpus.
+
+Cases: every folder of ``tests/cases/diagnosis`` (a ``case.yaml`` with the source thread, the
+expected category and the ground truth taken from the thread, plus the excerpt files) and, when
+``../shared`` is beside the repository, the curated development cases of
+``../shared/cases/diagnosis`` (always development: the rules were written against them).
+
+The split is by source thread and fixed by a hash, not chosen: a case is in the validation part
+when the first byte of sha1(source URL) is odd (``case_split``). All cases of one thread land in the
+same part, and nobody can move a case after seeing a result. Rules and thresholds are tuned on the
+development part only; the validation part is reported beside it.
+
+A case passes when (the same test as tests/test_diagnosis_cases.py):
+  * crash logs (input_kind ``log``): the expected category is the FIRST finding;
+  * everything else: the expected category is among the first 3 findings;
+  * healthy runs: no error-level finding.
+
+Each case runs through the CLI, ``rl-advisor diagnose FILE... --json`` (in-process by default;
+``--subprocess`` runs the installed entry point exactly as hidden cases are run).
+
+    python benchmarks/diagnose_accuracy.py
+    python benchmarks/diagnose_accuracy.py --subprocess --show-misses
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+CASES = REPO / "tests" / "cases" / "diagnosis"
+SHARED = REPO.parent / "shared" / "cases" / "diagnosis"  # or --shared DIR (a worktree has none beside it)
+HEALTHY = {"healthy", "healthy_false_alarm"}
+
+
+def case_split(source_url: str) -> str:
+    """``validation`` or ``development``, fixed by the source thread's URL."""
+    return "validation" if hashlib.sha1(source_url.encode()).digest()[0] % 2 else "development"
+
+
+def load_cases(shared: Path | None = SHARED) -> list[dict]:
+    """Every case: id, files, expected, input_kind, repository, split."""
+    out = []
+    for meta in sorted(CASES.glob("*/case.yaml")):
+        c = yaml.safe_load(meta.read_text(encoding="utf-8"))
+        c["folder"] = meta.parent
+        c["paths"] = [meta.parent / f for f in c["files"]]
+        c["split"] = case_split(c["source"])
+        c["origin"] = "tests/cases"
+        out.append(c)
+    if shared is not None and (shared / "index.yaml").is_file():
+        for row in yaml.safe_load((shared / "index.yaml").read_text(encoding="utf-8"))["cases"]:
+            src = row.get("source") or ""
+            out.append({"id": row["id"], "source": src, "expected": row["expected_diagnosis"],
+                        "input_kind": row["input_kind"], "repository": _repo_of(src),
+                        "paths": [shared / row["id"] / f for f in row["raw_files"]], "split": "development",
+                        "origin": "shared"})
+    return out
+
+
+def _repo_of(url: str) -> str:
+    parts = url.split("github.com/")
+    return "/".join(parts[1].split("/")[:2]) if len(parts) > 1 else (url.split("/")[2] if "://" in url else "other")
+
+
+def diagnose_cli(paths: list[Path], use_subprocess: bool = False) -> dict:
+    args = ["diagnose", *map(str, paths), "--json"]
+    if use_subprocess:
+        exe = Path(sys.executable).with_name("rl-advisor")
+        cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "rl_advisor"]
+        out = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, check=True)
+        return json.loads(out.stdout)
+    from rl_advisor.cli import main as cli_main
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        code = cli_main(args)
+    if code != 0:
+        raise RuntimeError(f"rl-advisor diagnose exited {code}")
+    return json.loads(buf.getvalue())
+
+
+def judge(case: dict, result: dict) -> tuple[bool, str]:
+    """(passed, what was found) under the rule in the module docstring."""
+    findings = result["findings"]
+    cats = [f["category"] for f in findings]
+    expected = case["expected"]
+    if expected in HEALTHY:
+        errors = [f["category"] for f in findings if f["severity"] == "error"]
+        return (not errors), (f"errors: {errors}" if errors else "no error finding")
+    if case["input_kind"] == "log":
+        return cats[:1] == [expected], f"first: {cats[:1]}"
+    return expected in cats[:3], f"top3: {cats[:3]}"
+
+
+def run(cases: list[dict], use_subprocess: bool = False) -> list[dict]:
+    rows = []
+    for c in cases:
+        try:
+            res = diagnose_cli(c["paths"], use_subprocess)
+            ok, got = judge(c, res)
+        except Exception as exc:  # a crash is a miss, reported as such
+            ok, got = False, f"ERROR {type(exc).__name__}: {exc}"
+        rows.append({**c, "passed": ok, "got": got})
+    return rows
+
+
+def _table(rows: list[dict], key: str, title: str) -> list[str]:
+    parts = ("development", "validation")
+    agg: dict[str, dict[str, list[int]]] = defaultdict(lambda: {p: [0, 0] for p in parts})
+    for r in rows:
+        cell = agg[r[key]][r["split"]]
+        cell[0] += r["passed"]
+        cell[1] += 1
+    width = max([len(title)] + [len(k) for k in agg]) + 2
+    lines = [f"{title:<{width}} {'development':>14} {'validation':>14}"]
+    for k in sorted(agg):
+        cells = []
+        for p in parts:
+            ok, n = agg[k][p]
+            cells.append(f"{ok}/{n}" + (f" {ok / n:4.0%}" if n else "      "))
+        lines.append(f"{k:<{width}} {cells[0]:>14} {cells[1]:>14}")
+    return lines
+
+
+def summary(rows: list[dict]) -> dict[str, tuple[int, int]]:
+    out = {}
+    for p in ("development", "validation"):
+        sel = [r for r in rows if r["split"] == p]
+        out[p] = (sum(r["passed"] for r in sel), len(sel))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--subprocess", action="store_true", help="run the installed rl-advisor entry point per case")
+    ap.add_argument("--show-misses", action="store_true")
+    ap.add_argument("--no-shared", action="store_true", help="only tests/cases/diagnosis")
+    ap.add_argument("--shared", type=Path, default=None, help="the shared folder (default: ../shared)")
+    args = ap.parse_args(argv)
+    shared = (args.shared / "cases" / "diagnosis") if args.shared else SHARED
+    cases = load_cases(None if args.no_shared else shared)
+    rows = run(cases, args.subprocess)
+    repos = {r["repository"] for r in rows}
+    print(f"{len(rows)} cases from {len(repos)} repositories "
+          f"({sum(r['origin'] == 'tests/cases' for r in rows)} in tests/cases/diagnosis)\n")
+    print("\n".join(_table(rows, "expected", "category")))
+    print()
+    print("\n".join(_table(rows, "repository", "source")))
+    print()
+    for p, (ok, n) in summary(rows).items():
+        print(f"{p:<12} {ok}/{n} = {ok / n:.1%}" if n else f"{p:<12} no cases")
+    if args.show_misses:
+        print()
+        for r in rows:
+            if not r["passed"]:
+                print(f"MISS [{r['split'][:3]}] {r['id']}: expected {r['expected']} ({r['input_kind']}); {r['got']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
