@@ -38,6 +38,7 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # this checkout's code, not an installed copy
 CASES = REPO / "tests" / "cases" / "diagnosis"
 SHARED = REPO.parent / "shared" / "cases" / "diagnosis"  # or --shared DIR (a worktree has none beside it)
 HEALTHY = {"healthy", "healthy_false_alarm"}

@@ -45,6 +45,7 @@ def _is_record(text: str) -> bool:
     return _RECORD_TEXT.search(text) is not None
 
 
+_WHOLE_FILE_FORMATS = frozenset({"csv", "table"})
 _TQDM_BYTES = re.compile(rb"(\d+)/(\d+) \[[\d:]+<")
 
 
@@ -117,6 +118,8 @@ class DiagnosisSession:
         if self.reader is None:
             self.fmt = self.fmt or detect_format(chunk[:65536].decode("utf-8", "replace"))
             self.reader = make_reader(self.fmt)
+            # a table file (CSV/TSV export) has no per-line anchor: read every line of it
+            self._full_lines = (1 << 62) if self.fmt in _WHOLE_FILE_FORMATS else prose_scan_lines()
         if isinstance(self.reader, TrainerStateReader):
             data = self._bbuf + chunk if self._bbuf else chunk
             cut = data.rfind(b"\n") + 1
@@ -235,7 +238,8 @@ class DiagnosisSession:
                 findings.append(Finding(
                     category=category, title=tax[category]["title"], severity=hit.severity,
                     rule=row["id"], summary=hit.summary, evidence=hit.evidence, likely_cause=cause,
-                    fixes=make_fixes(row.get("fixes"), framework), source=row.get("source", "")))
+                    fixes=make_fixes(row.get("fixes"), framework), source=row.get("source", ""),
+                    confidence=hit.confidence if hit.confidence is not None else _metric_confidence(hit, self.store)))
         sig_hits = self.scanner.hits()
         suppressed = self.scanner.suppressed_categories(sig_hits)
         for hit in sig_hits:
@@ -300,9 +304,25 @@ class DiagnosisSession:
         if hit.benign_prose and hit.category not in ("healthy", "healthy_false_alarm"):
             severity = "info"  # the description itself calls it expected
             cause = f"Described as expected/normal in the input; verify with the metrics. {cause}"
+        confidence = 0.9 if hit.log_lines else 0.3 if severity == "info" else 0.5
         return Finding(category=hit.category, title=tax[hit.category]["title"], severity=severity,
                        rule=hit.id, summary=summary, evidence=evidence, likely_cause=cause,
-                       fixes=make_fixes(row.get("fixes"), framework), source=row.get("source", ""))
+                       fixes=make_fixes(row.get("fixes"), framework), source=row.get("source", ""),
+                       confidence=confidence)
+
+
+def _metric_confidence(hit, store: SeriesStore) -> float:
+    """Confidence of a metric finding from the points behind it: a non-finite value is exact
+    (0.9); a trend or level on n points rises from 0.5 (one point) to 0.85 (10 or more). Rules that
+    fire on exact evidence set their own value."""
+    n = 0
+    for ev in hit.evidence:
+        s = store.get(ev.metric) if ev.metric else None
+        if s is not None:
+            if s.nonfinite:
+                return 0.9
+            n = max(n, s.count)
+    return round(0.5 + 0.35 * min(1.0, max(0, n - 1) / 9), 2)
 
 
 def _plan_attr(plan: object | None, *path: str) -> int | None:
@@ -338,13 +358,15 @@ def _first_line(f: Finding) -> int:
 
 
 def _merge(findings: list[Finding]) -> list[Finding]:
-    """One finding per category: the most severe, with the others' evidence and fixes added."""
+    """One finding per category: the most severe, with the others' evidence and fixes added (and
+    the higher confidence: two independent rules agreeing do not make it less sure)."""
     by_cat: dict[str, Finding] = {}
     for f in sorted(findings, key=lambda f: -SEVERITY_RANK[f.severity]):
         have = by_cat.get(f.category)
         if have is None:
             by_cat[f.category] = f.model_copy(deep=True)
             continue
+        have.confidence = max(have.confidence, f.confidence)
         have.evidence.extend(f.evidence[:3])
         have.rule = "+".join(dict.fromkeys(have.rule.split("+") + [f.rule]))
         seen = {(x.framework, x.key) for x in have.fixes}

@@ -57,6 +57,10 @@ class Finding(BaseModel):
     likely_cause: str = ""
     fixes: list[Fix] = Field(default_factory=list)
     source: str = Field("", description="Where the rule and its thresholds come from.")
+    confidence: float = Field(0.5, ge=0.0, le=1.0, description=(
+        "How sure the finding is: 0.9 for an error message or exact metric evidence (NaN, every group "
+        "uniform with zero gradients, every response cut); lower for trends on few points and for "
+        "descriptions. See advisor/diagnosis/engine.py:_confidence."))
     score: float = Field(0.0, description="Ranking score (higher first).")
 
 
@@ -96,7 +100,7 @@ class Diagnosis(BaseModel):
             out.append(f"  note: {note}")
         for i, f in enumerate(self.findings, 1):
             out.append("")
-            out.append(f"{i}. [{f.severity.upper()}] {f.category} — {f.title}")
+            out.append(f"{i}. [{f.severity.upper()}] {f.category} — {f.title}   (confidence {f.confidence:.0%})")
             out.append(f"   {f.summary}")
             for ev in f.evidence[:4]:
                 if ev.kind == "metric":

@@ -24,6 +24,7 @@ class RuleHit:
     evidence: list[Evidence] = field(default_factory=list)
     cause: str = ""
     category: str | None = None  # overrides the rule's category (a sub-case with its own name)
+    confidence: float | None = None  # None: derived from the number of points behind the evidence
 
 
 @dataclass
@@ -171,6 +172,29 @@ def check_reward_shortcut(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] 
     what = f"reward components lost: {', '.join(parts)}; " if parts else ""
     return [RuleHit(sev, f"Reward held or rose ({_fmt(r0)} -> {_fmt(r1)}) while {what}mean length went "
                          f"{_fmt(l0)} -> {_fmt(l1)} tokens.", ev)]
+
+
+def check_component_divergence(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | None:
+    comps = {n: ctx.values(n) for n in ctx.components()}
+    comps = {n: v for n, v in comps.items() if len(v) >= p["min_points"]}
+    if len(comps) < 2:
+        return None
+    names = tuple(p["objective_names"])
+    dirs = {n: trend(v).direction for n, v in comps.items()}
+
+    def is_objective(name: str) -> bool:
+        words = name.split(":", 1)[1].lower().replace("-", "_").split("_")
+        return any(w in names for w in words)
+
+    falling = [n for n in comps if is_objective(n) and dirs[n] == "down"]
+    rising = [n for n in comps if not is_objective(n) and dirs[n] == "up"]
+    total = ctx.values("reward_mean")
+    if not falling or not rising or (len(total) >= p["min_points"] and trend(total).direction == "down"):
+        return []
+    ev = [ctx.evidence(n, note=f"trend {dirs[n]}") for n in falling + rising]
+    desc = ", ".join(f"{n.split(':', 1)[1]} {_fmt(levels(comps[n])[0])} -> {_fmt(levels(comps[n])[1])}"
+                     for n in falling + rising)
+    return [RuleHit("warning", f"The task reward falls while another component rises ({desc}).", ev)]
 
 
 def check_reward_hacking(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | None:
@@ -339,15 +363,28 @@ def check_zero_variance(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | 
                                                     ctx.evidence("reward_min")],
                                 cause="group size 1 (rollout.n = 1) or a broken uid/index grouping"))
     frac = ctx.values("frac_reward_zero_std")
+    grad = ctx.values("grad_norm")
     if frac:
         seen = True
         _, recent = levels(frac)
-        if len(frac) >= 2 and recent >= p["frac_error"]:
+        if len(frac) < p["short_log"] and min(frac) >= 1.0 and grad and max(abs(g) for g in grad) == 0.0:
+            # exact evidence needs no trend: every group uniform and no gradient at every logged step
+            hits.append(RuleHit("error", f"Every prompt group has identical rewards (frac_reward_zero_std = 1) and "
+                                         f"grad_norm is 0 in all {len(frac)} logged step(s): no learning signal.",
+                                [ctx.evidence("frac_reward_zero_std"), ctx.evidence("grad_norm")], confidence=0.9))
+        elif len(frac) >= 2 and recent >= p["frac_error"]:
             hits.append(RuleHit("error", f"{recent:.0%} of prompt groups have identical rewards (recent median).",
                                 [ctx.evidence("frac_reward_zero_std")]))
         elif len(frac) >= 2 and recent >= p["frac_warn"]:
             hits.append(RuleHit("warning", f"{recent:.0%} of prompt groups have identical rewards (recent median).",
                                 [ctx.evidence("frac_reward_zero_std")]))
+    std = ctx.values("reward_std")
+    if not hits and not frac and std and len(std) < p["short_log"] and max(abs(v) for v in std) == 0.0 \
+            and grad and max(abs(g) for g in grad) == 0.0:
+        seen = True  # TRL's reward_std is over the whole batch: 0 means every group is uniform
+        hits.append(RuleHit("error", f"reward_std is 0 and grad_norm is 0 in all {len(std)} logged step(s): every "
+                                     "sample got the same reward, so every advantage is 0.",
+                            [ctx.evidence("reward_std"), ctx.evidence("grad_norm")], confidence=0.85))
     if not seen:
         return None
     return hits[:1]
@@ -383,6 +420,19 @@ def check_reward_constant(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] 
 def check_dpo_no_signal(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | None:
     loss = ctx.values("loss")
     margin = ctx.values("dpo_margin")
+    lc, lr = ctx.values("logps_chosen"), ctx.values("logps_rejected")
+    if loss and lc and lr:
+        # exact evidence on any number of points: both sequence log-probs exactly 0 means no completion
+        # token entered the sum (every label masked), and the loss then sits at ln 2
+        dead = [i for i in range(min(len(loss), len(lc), len(lr)))
+                if lc[i] == 0.0 and lr[i] == 0.0 and abs(loss[i] - math.log(2)) <= p["ln2_tol"]]
+        if dead and len(dead) == min(len(loss), len(lc), len(lr)):
+            return [RuleHit("error", f"DPO loss is ln 2 = 0.6931 with logps/chosen = logps/rejected = 0 exactly on "
+                                     f"{len(dead)} log(s): no completion token enters the log-probabilities.",
+                            [ctx.evidence("loss"), ctx.evidence("logps_chosen"), ctx.evidence("logps_rejected")],
+                            cause="every completion token is masked out of the loss (prompt/completion split, "
+                                  "truncation that drops the whole completion, or a label mask of -100 everywhere)",
+                            confidence=0.9)]
     if len(loss) < p["min_points"] or not (margin or ctx.values("dpo_accuracy") or ctx.values("dpo_reward_chosen")):
         return None
     near = [v for v in loss if abs(v - math.log(2)) <= p["ln2_tol"]]
@@ -604,6 +654,7 @@ CHECKS: dict[str, Callable[[RuleContext, dict[str, Any]], list[RuleHit] | None]]
     "entropy_explosion": check_entropy_explosion,
     "reward_shortcut": check_reward_shortcut,
     "reward_hacking": check_reward_hacking,
+    "component_divergence": check_component_divergence,
     "kl_explosion": check_kl_explosion,
     "kl_drift": check_kl_drift,
     "truncation": check_truncation,

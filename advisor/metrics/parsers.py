@@ -28,6 +28,7 @@ labels the points. TensorBoard event files are binary and read in ``rl_advisor.m
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import re
@@ -36,7 +37,8 @@ from typing import Iterable
 from advisor.metrics.model import MetricPoint, make_point
 
 FORMATS = ("verl_console", "verl_jsonl", "trl_trainer_state", "trl_console", "trl_jsonl",
-           "openrlhf_console", "nemo_rl_console", "tensorboard", "table", "tqdm_postfix", "text")
+           "openrlhf_console", "nemo_rl_console", "tensorboard", "table", "csv", "json_array", "tqdm_postfix",
+           "key_value", "text")
 
 MAX_LINE_CHARS = 4 << 20
 """A line longer than this is cut (binary garbage without newlines must not grow the buffer)."""
@@ -56,8 +58,25 @@ _PYDICT_ITEM = re.compile(r"'([^'\\]{1,200})':\s*(?:'([^'\\]{0,64})'|([^,'}\s][^
 _OPENRLHF = re.compile(r"Global step (\d+):\s*(\{.*)")
 _NEMO_STEP = re.compile(r"\bStep\s+(\d+)\s*/\s*(\d+)\b")
 _NEMO_ITEM = re.compile(r"^[•◦▪]\s*([A-Za-z][\w \-/().]*?)\s*:\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\s*(s|ms|%)?")
-_STRUCTURED = frozenset({"verl_jsonl", "trl_jsonl", "table"})
+_STRUCTURED = frozenset({"verl_jsonl", "trl_jsonl", "table", "csv", "json_array"})
 _CONT_START = re.compile(r"^[\w/:.@\-]")
+_KV_PAIR = re.compile(r"(?:^|(?<=[\s|,;]))([A-Za-z_][\w/.@\-]*)\s*[:=]\s*(?:np\.float\d*\()?"
+                      r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf|NaN|Inf))(?=[\s|,;)]|$)")
+_WS_HEADER = re.compile(r"^(?:[A-Za-z_][\w/.@\-]*\s+){1,}[A-Za-z_][\w/.@\-]*$")
+_NOT_METRICS = frozenset({"step", "_step", "_runtime", "_timestamp", "_wandb"})
+_STEP_COLUMNS = ("step", "Step", "_step", "global_step", "train/global_step", "training/global_step", "iteration",
+                 "iter", "current_steps")
+
+
+def _column_name(cell: str) -> str:
+    """A table header cell as a metric key: W&B chart exports name columns ``<run> - <metric>``
+    and add ``__MIN``/``__MAX`` band columns (dropped: ``""``)."""
+    name = cell.strip().strip('"')
+    if name.endswith(("__MIN", "__MAX")):
+        return ""
+    if " - " in name:
+        name = name.rsplit(" - ", 1)[1].strip()
+    return name
 
 
 def parse_number(text: str) -> float | None:
@@ -133,6 +152,7 @@ class LogReader:
         self._nemo_line = 0
         self._nemo_section = ""
         self._table: list[str] | None = None
+        self._table_sep = ""
 
     # ----------------------------------------------------------------- public API
 
@@ -329,8 +349,20 @@ class LogReader:
         if "Timing" in t and len(t) < 40:
             self._nemo_section = "timing"
             return
+        if self.format == "csv":
+            self._table_line(t, out, ",")
+            return
+        if t[0] == "|" or (t.count("|") >= 2 and self._table_sep == "|"):
+            self._table_line(t, out, "|")
+            return
         if "\t" in t:
-            self._table_line(t, out)
+            self._table_line(t, out, "\t")
+            return
+        if ":" in t or "=" in t:
+            if self._kv_line(t, out):
+                return
+        if self._table_sep == " " or (" " in t and _WS_HEADER.match(t)):
+            self._table_line(t, out, " ")
 
     def _dict_line(self, t: str, out: list[MetricPoint]) -> bool:
         if "Global step" in t:
@@ -350,8 +382,8 @@ class LogReader:
                     raw = _flatten(obj["data"])
                     self._emit(out, raw, _as_step(obj.get("step")), self.line_no, "verl_jsonl")
                     return True
-                step = _as_step(obj.get("step", obj.get("global_step")))
-                raw = _flatten({k: v for k, v in obj.items() if k not in ("step",)})
+                step = _as_step(obj.get("step", obj.get("global_step", obj.get("_step"))))
+                raw = _flatten({k: v for k, v in obj.items() if k not in _NOT_METRICS})
                 if "train_runtime" not in raw:
                     self._emit(out, raw, step, self.line_no, "trl_jsonl")
                 return True
@@ -373,20 +405,58 @@ class LogReader:
                 raw[m.group(1)] = num
         return raw
 
-    def _table_line(self, t: str, out: list[MetricPoint]) -> None:
-        cells = [c.strip() for c in t.split("\t")]
+    def _table_line(self, t: str, out: list[MetricPoint], sep: str) -> None:
+        """A row of a table with a header row: tab-separated, Markdown/plain pipe tables, CSV (W&B
+        exports: ``Step,<run> - train/reward,<run> - train/reward__MIN``) and whitespace-aligned
+        tables (a header of metric names, then numeric rows)."""
+        if sep == "|":
+            cells = [c.strip() for c in t.strip().strip("|").split("|")]
+            if all(set(c) <= set("-: ") for c in cells):
+                return  # the |---|:--:| rule under a Markdown header
+        elif sep == ",":
+            cells = [c.strip().strip('"') for c in next(csv.reader([t]))]
+        elif sep == " ":
+            cells = t.split()
+        else:
+            cells = [c.strip() for c in t.split(sep)]
         if len(cells) < 2:
             return
-        nums = [parse_number(c) for c in cells]
-        if self._table is not None and len(cells) == len(self._table) and all(n is not None for n in nums):
-            raw = dict(zip(self._table, nums))  # type: ignore[arg-type]
-            step = _as_step(raw.pop("step")) if "step" in raw else None
-            self._emit(out, raw, step, self.line_no, "table")
+        nums = [parse_number(c) if c else None for c in cells]
+        head = self._table
+        if head is not None and self._table_sep == sep and len(cells) == len(head) \
+                and sum(n is not None for n in nums) >= max(1, len(cells) // 2):
+            raw = {h: v for h, v in zip(head, nums) if v is not None and h}
+            step = None
+            for key in _STEP_COLUMNS:
+                if key in raw:
+                    step = _as_step(raw.pop(key))
+                    break
+            self._emit(out, raw, step, self.line_no, "table" if sep != "," else "csv")
             return
         if sum(n is None for n in nums) >= max(2, len(cells) // 2) and all(cells) and \
-                all(len(c) < 120 and " " not in c for c in cells):
-            self._table = cells
+                all(len(c) < 160 for c in cells) and (sep != " " or _WS_HEADER.match(t)):
+            self._table = [_column_name(c) for c in cells]
+            self._table_sep = sep
 
+    def _kv_line(self, t: str, out: list[MetricPoint]) -> bool:
+        """``key: value`` runs on one line (``reward: 0   reward_std: 0   loss: 0``, ``a=1, b=2``,
+        ``epoch: 0|step: 259|act_loss: 0.02``): at least two pairs; a ``step`` key gives the step."""
+        pairs = _KV_PAIR.findall(t)
+        if len(pairs) < 2:
+            return False
+        raw: dict[str, float] = {}
+        for key, val in pairs:
+            num = parse_number(val)
+            if num is not None:
+                raw[key] = num
+        step = None
+        for key in _STEP_COLUMNS:
+            if key in raw:
+                step = _as_step(raw.pop(key))
+                break
+        before = self.points_read
+        self._emit(out, raw, step, self.line_no, "key_value")
+        return self.points_read > before
 
 class TrainerStateReader:
     """Streams ``log_history`` of a TRL/transformers ``trainer_state.json``, one element at a
@@ -394,7 +464,10 @@ class TrainerStateReader:
 
     format = "trl_trainer_state"
 
-    def __init__(self) -> None:
+    def __init__(self, array_key: str | None = '"log_history"', fmt: str = "trl_trainer_state") -> None:
+        """``array_key=None``: the document itself is the array (a W&B history JSON export)."""
+        self._array_key = array_key
+        self.format = fmt
         self._buf = ""
         self._state = "seek"
         self._decoder = json.JSONDecoder()
@@ -412,7 +485,7 @@ class TrainerStateReader:
         self.line_no += chunk.count("\n")
         self._buf += chunk
         if self._state == "seek":
-            i = self._buf.find('"log_history"')
+            i = self._buf.find(self._array_key) if self._array_key else self._buf.find("[")
             if i < 0:
                 self._head = (self._head + self._buf)[-4096:]
                 self._buf = self._buf[-32:]
@@ -448,10 +521,10 @@ class TrainerStateReader:
             self._consumed_lines += self._buf[:end].count("\n")
             self._buf = self._buf[end:]
             if isinstance(obj, dict) and "train_runtime" not in obj:
-                raw = _flatten({k: v for k, v in obj.items() if k != "step"})
+                raw = _flatten({k: v for k, v in obj.items() if k not in _NOT_METRICS})
                 if raw:
                     self._ordinal += 1
-                    step = _as_step(obj.get("step"))
+                    step = _as_step(obj.get("step", obj.get("_step", obj.get("global_step"))))
                     point = make_point(raw, step=step if step is not None else self._ordinal, line=line,
                                        source=self.format, total_steps=self.total_steps)
                     self.points_read += 1
@@ -475,6 +548,15 @@ def detect_format(head: str | Iterable[str]) -> str:
     if stripped.startswith("{") and ('"log_history"' in text or '"best_model_checkpoint"' in text
                                      or '"global_step"' in text[:2000] and '"is_world_process_zero"' in text):
         return "trl_trainer_state"
+    if stripped.startswith("[") and stripped[1:].lstrip().startswith("{"):
+        return "json_array"
+    lines = [ln for ln in text.splitlines()[:3] if ln.strip()]
+    if len(lines) >= 2 and lines[0].count(",") >= 1 and "{" not in lines[0] and "'" not in lines[0]:
+        head = [_column_name(c).lower() for c in next(csv.reader([lines[0]]))]
+        row = next(csv.reader([lines[1]]))
+        if len(row) == len(head) and sum(parse_number(c) is not None for c in row if c) >= max(1, len(row) // 2) \
+                and any(h in _STEP_COLUMNS or "/" in h or "_" in h for h in head):
+            return "csv"
     counts = dict.fromkeys(FORMATS, 0)
     for raw_line in text.splitlines()[:400]:
         for line in raw_line.split("\r"):
@@ -504,6 +586,8 @@ def make_reader(fmt: str | None = None) -> LogReader | TrainerStateReader:
     """A fresh incremental reader for ``fmt`` (``None`` or unknown: the universal line reader)."""
     if fmt == "trl_trainer_state":
         return TrainerStateReader()
+    if fmt == "json_array":
+        return TrainerStateReader(array_key=None, fmt="json_array")
     if fmt == "tensorboard":
         raise ValueError("TensorBoard event files are binary: use rl_advisor.metric_files.read_tensorboard")
     return LogReader(fmt or "text")

@@ -1,0 +1,239 @@
+"""diagnose_run on the formats users paste, on short logs, on the frameworks' own warning strings,
+and on long logs (the pre-filtered, sampled path must find what the line-by-line path finds)."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import math
+import random
+
+import pytest
+
+from advisor.diagnosis import DiagnosisSession, diagnose_text
+from advisor.diagnosis import prefilter
+from advisor.metrics import detect_format, parse_text
+
+
+def _cats(d) -> list[str]:
+    return [f.category for f in d.findings]
+
+
+# ----------------------------------------------------------------------------- formats
+
+
+def test_key_value_runs_on_one_line() -> None:
+    text = ("completions/mean_length: 256   completions/clipped_ratio: 1   mean_terminated_length: 0\n"
+            "reward: 0   reward_std: 0   frac_reward_zero_std: 1   loss: 0   grad_norm: 0\n")
+    d = diagnose_text(text)
+    assert d.points_read == 2 and "key_value" in d.formats
+    assert {"response_truncation", "zero_variance_groups"} <= set(_cats(d)[:3])
+
+
+def test_pipe_separated_key_values_keep_their_step() -> None:
+    pts = parse_text("epoch: 0|step: 259|ppo_ep: 1|act_loss: 0.025|cri_loss: 0.21\n"
+                     "epoch: 0|step: 260|ppo_ep: 1|act_loss: 0.19|cri_loss: 0.32\n")
+    assert [p.step for p in pts] == [259, 260]
+
+
+def test_markdown_table() -> None:
+    text = ("| step | reward | entropy |\n|---:|---:|---:|\n" + "".join(
+        f"| {i} | {0.1 * i:.2f} | {0.6 * 0.5 ** i:.4f} |\n" for i in range(1, 9)))
+    d = diagnose_text(text)
+    assert d.points_read == 8 and d.formats.get("table") == 8
+    assert "entropy_collapse" in _cats(d)[:3]
+    ent = next(s for s in d.series if s.name == "entropy")
+    assert ent.steps == list(range(1, 9))
+
+
+def test_whitespace_table_transcribed_from_a_screenshot() -> None:
+    pts = parse_text("step  reward  kl\n1  0.10  0.001\n2  0.12  0.002\n3  0.15  0.002\n")
+    assert [(p.step, p.values["reward_mean"]) for p in pts] == [(1, 0.10), (2, 0.12), (3, 0.15)]
+
+
+def test_wandb_csv_export_drops_min_max_bands() -> None:
+    text = ("Step,run-a - train/reward,run-a - train/reward__MIN,run-a - train/reward__MAX,run-a - train/kl\n"
+            "1,0.1,0.0,0.2,0.001\n2,0.2,0.1,0.3,0.002\n")
+    assert detect_format(text) == "csv"
+    pts = parse_text(text)
+    assert [(p.step, p.values) for p in pts] == [(1, {"reward_mean": 0.1, "kl": 0.001}),
+                                                 (2, {"reward_mean": 0.2, "kl": 0.002})]
+
+
+def test_wandb_json_exports() -> None:
+    rows = [{"_step": i, "_runtime": 3.0 * i, "train/reward": 0.1 * i, "train/kl": 0.01} for i in range(1, 4)]
+    arr = json.dumps(rows)
+    assert detect_format(arr) == "json_array"
+    assert [p.step for p in parse_text(arr)] == [1, 2, 3]
+    jsonl = "".join(json.dumps(r) + "\n" for r in rows)
+    pts = parse_text(jsonl)
+    assert [p.step for p in pts] == [1, 2, 3] and "_runtime" not in pts[0].raw
+
+
+def test_ray_prefixed_vllm_traceback_during_weight_update() -> None:
+    text = "\n".join(f"(WorkerDict pid=123, ip=10.0.0.2) {ln}" for ln in (
+        "Traceback (most recent call last):",
+        '  File "/verl/workers/fsdp_workers.py", line 612, in update_weights',
+        "    self.rollout.update_weights(params)",
+        '  File "/verl/workers/rollout/vllm_rollout/vllm_rollout.py", line 201, in update_weights',
+        "torch.distributed.DistBackendError: [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=12, OpType=BROADCAST, Timeout(ms)=600000) ran for 600012 milliseconds before timing out."))
+    d = diagnose_text(text)
+    assert _cats(d)[0] == "vllm_weight_sync_failure"
+    assert d.findings[0].evidence[0].lines
+
+
+# ----------------------------------------------------------------------------- short logs
+
+
+def test_two_steps_all_groups_uniform_and_zero_gradient() -> None:
+    line = ("{'loss': 0.0, 'grad_norm': 0.0, 'learning_rate': 1e-06, 'reward': 3.0, 'reward_std': 0.0, "
+            "'frac_reward_zero_std': 1.0, 'completions/clipped_ratio': 0.0, 'epoch': %s}\n")
+    d = diagnose_text(line % 0.1 + line % 0.2)
+    top = d.findings[0]
+    assert top.category == "zero_variance_groups" and top.severity == "error" and top.confidence >= 0.85
+
+
+def test_one_step_uniform_groups_but_moving_gradient_is_not_an_error() -> None:
+    d = diagnose_text("{'loss': 0.0, 'grad_norm': 0.3, 'reward': 1.0, 'reward_std': 0.4, "
+                      "'frac_reward_zero_std': 1.0, 'epoch': 0.1}\n")
+    assert not [f for f in d.findings if f.severity == "error"]
+
+
+def test_one_dpo_log_with_empty_log_probs() -> None:
+    d = diagnose_text("{'loss': 0.6931, 'rewards/chosen': 0.0, 'rewards/rejected': 0.0, 'rewards/margins': 0.0, "
+                      "'logps/rejected': 0.0, 'logps/chosen': 0.0, 'epoch': 0.59}\n")
+    assert _cats(d)[0] == "no_learning_signal_config" and d.findings[0].confidence >= 0.85
+
+
+def test_every_response_clipped_on_one_step() -> None:
+    d = diagnose_text("step:1 - response_length/mean:1024.0 - response_length/max:1024.0 - "
+                      "response_length/clip_ratio:1.0 - critic/score/mean:0.0\n")
+    assert "response_truncation" in _cats(d)[:2]
+
+
+def test_nan_on_one_step() -> None:
+    d = diagnose_text("step:3 - actor/grad_norm:nan - actor/pg_loss:nan - critic/score/mean:0.0\n")
+    assert _cats(d)[0] == "grad_norm_nan" and d.findings[0].confidence >= 0.9
+
+
+def test_trends_still_need_points_on_healthy_short_logs() -> None:
+    """Three noisy healthy steps: no level or trend rule may raise an error."""
+    rows = [(0.41, 0.62, 0.021, 0.30), (0.44, 0.60, 0.019, 0.28), (0.43, 0.61, 0.024, 0.33)]
+    text = "".join(f"step:{i} - critic/score/mean:{r} - actor/entropy:{e} - actor/kl_loss:{k} - "
+                   f"actor/grad_norm:{g} - response_length/clip_ratio:0.01\n"
+                   for i, (r, e, k, g) in enumerate(rows, 1))
+    d = diagnose_text(text)
+    assert d.status == "healthy", [(f.category, f.summary) for f in d.findings]
+
+
+def test_confidence_is_lower_on_few_points() -> None:
+    few = diagnose_text("".join(f"step:{i} - actor/entropy:{v}\n" for i, v in enumerate([0.8, 0.3, 0.02], 1)))
+    many = diagnose_text("".join(f"step:{i} - actor/entropy:{0.8 * 0.7 ** i:.4f}\n" for i in range(1, 21)))
+    c_few = next(f for f in few.findings if f.category == "entropy_collapse").confidence
+    c_many = next(f for f in many.findings if f.category == "entropy_collapse").confidence
+    assert c_few < c_many
+
+
+def test_task_reward_falls_while_format_reward_rises() -> None:
+    rows = [(0.16, 0.48), (0.12, 0.55), (0.06, 0.86)]
+    text = "".join(f"{{'rewards/accuracy_reward': {a}, 'rewards/format_reward': {f}, 'reward': {a + f}, "
+                   f"'grad_norm': 0.8, 'epoch': {i}}}\n" for i, (a, f) in enumerate(rows))
+    assert "reward_hacking_shortcut" in _cats(diagnose_text(text))[:3]
+
+
+# ----------------------------------------------------------------------------- framework strings
+
+
+@pytest.mark.parametrize("line, category", [
+    ("WARNING 03-30 00:24:16 [scheduler.py:72] Input prompt (8128 tokens) is too long and exceeds limit of 6000",
+     "sequence_length_exceeds_model"),
+    ("ValueError: The decoder prompt (length 322) is longer than the maximum model length of 256.",
+     "sequence_length_exceeds_model"),
+    ("UserWarning: KL divergence is starting to become negative: -5.27 - this might be a precursor for failed "
+     "training.", "rollout_train_logprob_mismatch"),
+    ("UserWarning: The average ratio of batch (14.93) exceeds threshold 10.00. Skipping batch.", "kl_explosion"),
+    ("All reward functions returned None for the following kwargs:", "reward_function_misconfig"),
+    ("AssertionError: ppo_mini_batch_size 0 should be larger than 0 after normalization", "batch_size_misconfig"),
+])
+def test_framework_warning_strings(line: str, category: str) -> None:
+    d = diagnose_text(line + "\n")
+    assert _cats(d)[:1] == [category]
+    assert d.findings[0].evidence[0].lines[0].line == 1
+
+
+# ----------------------------------------------------------------------------- long logs
+
+
+def _long_log(n_lines: int, nan_at: int, oom_at: int, seed: int = 0) -> str:
+    rng = random.Random(seed)
+    out = []
+    step = 0
+    for i in range(1, n_lines + 1):
+        if i == oom_at:
+            out.append("(WorkerDict pid=7) File \"/verl/workers/actor/dp_actor.py\", line 332, in compute_log_prob")
+            continue
+        if i == oom_at + 1:
+            out.append("(WorkerDict pid=7) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 13.91 GiB.")
+            continue
+        if i % 5 == 0:
+            step += 1
+            g = "nan" if i == nan_at else f"{abs(rng.gauss(0.3, 0.05)):.4f}"
+            out.append(f"(TaskRunner pid=1) step:{step} - actor/grad_norm:{g} - actor/entropy:{0.6 + rng.gauss(0, .01):.4f}"
+                       f" - critic/score/mean:{0.5 + rng.gauss(0, .02):.4f} - timing_s/update_actor:40.1")
+        else:
+            out.append(f"(WorkerDict pid=9) INFO 11-30 10:00:00 vllm_engine.py:212] Avg prompt throughput: "
+                       f"{rng.random() * 90:.1f} tokens/s")
+    return "\n".join(out) + "\n"
+
+
+def test_long_log_finds_what_a_short_one_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the prose zone only pre-filtered lines are read and records are sampled; a NaN record
+    in the sampled region and an OOM deep in the log are still found, with exact line numbers."""
+    text = _long_log(60_000, nan_at=52_345 - 52_345 % 5, oom_at=55_001)
+    session = DiagnosisSession()
+    for i in range(0, len(text), 65_536):  # chunk edges fall mid-line
+        session.feed(text[i:i + 65_536])
+    d = session.finish()
+    assert d.lines_read == 60_000
+    cats = _cats(d)
+    assert cats[0] == "oom_actor_logprob" and "grad_norm_nan" in cats
+    oom = d.findings[0]
+    assert {ln.line for e in oom.evidence for ln in e.lines} >= {55_001, 55_002}
+    nan = next(f for f in d.findings if f.category == "grad_norm_nan")
+    assert f"line {52_345 - 52_345 % 5}" in nan.evidence[0].note
+    assert any("one in" in n for n in d.notes)  # sampling is reported
+    assert d.points_read < 12_000 / 2
+
+
+def test_python_fallback_picks_the_same_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _long_log(3_000, nan_at=2_500, oom_at=2_800).encode()
+    data += b"# a description: the reward stays at 0\n| step | reward |\n\tnot a table\n{'loss': 0.1}\n"
+    fast = prefilter.line_ends(data)
+    prefilter.engine.cache_clear()
+    real_import = builtins.__import__
+
+    def no_hyperscan(name, *a, **k):
+        if name == "hyperscan":
+            raise ImportError(name)
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_hyperscan)
+    try:
+        assert prefilter.engine().kind == "python"
+        assert prefilter.line_ends(data) == fast
+    finally:
+        monkeypatch.undo()
+        prefilter.engine.cache_clear()
+
+
+def test_memory_does_not_grow_with_the_log() -> None:
+    """The store keeps a bounded number of buckets however many records are read."""
+    session = DiagnosisSession()
+    for chunk in range(20):
+        session.feed("".join(f"step:{chunk * 5000 + i} - actor/grad_norm:{0.3 + math.sin(i) / 10:.3f}\n"
+                             for i in range(5000)))
+    d = session.finish()
+    s = session.store.get("grad_norm")
+    assert s is not None and len(s.mean) <= s.capacity
+    assert d.lines_read == 100_000
