@@ -2,19 +2,22 @@
 
 A training log is mostly lines nothing cares about (progress bars, INFO lines). Handing each of
 them to Python costs more than reading the file; the diagnosis must stay within a small factor of a
-bare read. So every chunk is scanned once by ONE compiled alternation of everything a line can
-matter for, in two groups:
+bare read. So every chunk is scanned once by ONE compiled set of literal alternations, one per
+kind of line:
 
-* ``METRIC``: the line may carry metrics (veRL ``step:N``, OpenRLHF ``Global step``, Python-dict
-  and JSON records, NeMo-RL ``Step N/M`` and ``•`` items, tqdm postfixes, tab/markdown tables,
-  veRL's one-metric-per-line block, ``key: value`` runs);
-* ``SIGNAL``: the line holds a trigger of a log signature, an OOM trigger or phase marker, a
-  context marker, or starts with ``#``/``>`` (a description or a quote).
+* ``SIGNAL``: a trigger of a log signature or an OOM trigger, or a line starting with ``#``/``>``
+  (a description or a quote);
+* ``MARKER``: an OOM phase or context marker (frame names; they also occur inside metric keys);
+* ``RECORD``: a one-line metric record (veRL ``step:N``, OpenRLHF ``Global step``, dict/JSON lines);
+* ``METRIC``: other metric layouts (NeMo-RL ``•`` items, tqdm postfixes, tab/pipe tables, veRL's
+  one-metric-per-line block);
+* ``NONFINITE``: a NaN/Inf value (a record that sampling must not skip).
 
-Each group is one alternation of literals ending in ``[^\\n]*\\n``, so a matching line is reported once (at its newline) however
-many triggers it holds. The scan runs in Hyperscan when the ``hyperscan`` package is installed (a
-vectorised multi-pattern matcher, gigabytes per second); otherwise the same two patterns run in
-a Python loop over the lines (same lines, slower). Patterns are compiled once per process.
+Each alternation ends in ``[^\\n]*\\n``, so a matching line is reported once per kind (at its
+newline) however many triggers it holds. The scan runs in Hyperscan when the ``hyperscan`` package
+is installed (a vectorised multi-pattern matcher); otherwise a Python loop over the lines applies
+the same literals (same lines, slower). Literals only: a character class in a many-pattern scan
+slows it several fold. The compiled database can be cached between processes (``set_db_cache``).
 """
 
 from __future__ import annotations
