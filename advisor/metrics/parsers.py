@@ -35,6 +35,7 @@ import re
 from typing import Iterable
 
 from advisor.metrics.model import MetricPoint, make_point
+from advisor.metrics.vocabulary import normalize_key
 
 FORMATS = ("verl_console", "verl_jsonl", "trl_trainer_state", "trl_console", "trl_jsonl",
            "openrlhf_console", "nemo_rl_console", "tensorboard", "table", "csv", "json_array", "tqdm_postfix",
@@ -62,6 +63,7 @@ _STRUCTURED = frozenset({"verl_jsonl", "trl_jsonl", "table", "csv", "json_array"
 _CONT_START = re.compile(r"^[\w/:.@\-]")
 _KV_PAIR = re.compile(r"(?:^|(?<=[\s|,;]))([A-Za-z_][\w/.@\-]*)\s*[:=]\s*(?:np\.float\d*\()?"
                       r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf|NaN|Inf))(?=[\s|,;)]|$)")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _WS_HEADER = re.compile(r"^(?:[A-Za-z_][\w/.@\-]*\s+){1,}[A-Za-z_][\w/.@\-]*$")
 _NOT_METRICS = frozenset({"step", "_step", "_runtime", "_timestamp", "_wandb"})
 _STEP_COLUMNS = ("step", "Step", "_step", "global_step", "train/global_step", "training/global_step", "iteration",
@@ -352,6 +354,8 @@ class LogReader:
         if self.format == "csv":
             self._table_line(t, out, ",")
             return
+        if "\ufffd" in t or _CONTROL.search(t):
+            return  # undecodable or binary bytes: not a table row or a key: value record
         if t[0] == "|" or (t.count("|") >= 2 and self._table_sep == "|"):
             self._table_line(t, out, "|")
             return
@@ -442,8 +446,8 @@ class LogReader:
         """``key: value`` runs on one line (``reward: 0   reward_std: 0   loss: 0``, ``a=1, b=2``,
         ``epoch: 0|step: 259|act_loss: 0.02``): at least two pairs; a ``step`` key gives the step."""
         pairs = _KV_PAIR.findall(t)
-        if len(pairs) < 2:
-            return False
+        if len(pairs) < 2 or sum(normalize_key(k) is not None for k, _ in pairs) < 2:
+            return False  # two metric keys at least: prose and log lines hold stray "word: 3" pairs
         raw: dict[str, float] = {}
         for key, val in pairs:
             num = parse_number(val)
