@@ -128,6 +128,12 @@ TOOLS: list[ToolSpec] = [
              "evidence (metric steps/values or log lines) and exact fix keys for its framework.",
              detail_fields=("checks", "series", "findings.evidence.lines"), list_limit=3,
              next_step="apply the first finding's fixes in the Plan; re-run and diagnose again"),
+    ToolSpec("audit_data", "rl_advisor.audit_tool:audit_data",
+             "Check a preference/KTO/prompt data set (parquet, JSONL, CSV, datasets folder) against the "
+             "framework and method that will read it: ranked findings with rows, cause and fix key.",
+             read_only=False,  # writes a file only with html_report
+             detail_fields=("columns", "lengths.bin_edges", "lengths.bin_counts"), list_limit=8,
+             next_step="fix the error findings (the keys or columns named), then render_config"),
 ]
 
 
