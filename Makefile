@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml scripts/setup-system.sh
 	$(PIP) install --upgrade pip
 	# torch first, pinned to the CPU wheel on disk, so no resolver ever pulls a CUDA build
 	$(PIP) install torch==2.13.0
-	$(PIP) install -e ".[dev,train,ray,k8s,validate,plot,fast]"
+	$(PIP) install -e ".[dev,train,ray,k8s,validate,plot,fast,data]"
 	# the frameworks' released packages, only to read their config schemas and parsers
 	$(PIP) install --no-deps verl==0.9.1 openrlhf==0.11.2
 	touch $@

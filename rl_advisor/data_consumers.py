@@ -154,8 +154,8 @@ def _trl(ctx: AuditContext, rows: list[dict[str, Any]], tokenizer: Any | None,
                 problems.append((i, f"label {ex['label']!r} cannot become KTODataCollator's label tensor"))
         except Exception as exc:  # noqa: BLE001
             problems.append((i, _err(exc)))
-    what = "trl.data_utils maybe_extract_prompt + is_conversational" + \
-        (" + apply_chat_template" if tokenizer is not None else "")
+    what = "trl.data_utils " + ("maybe_extract_prompt + " if ctx.family == "preference" else "") + \
+        "is_conversational" + (" + apply_chat_template" if tokenizer is not None else "")
     return what, problems
 
 

@@ -238,13 +238,66 @@ the rendered files.
 """
 
 
+AUDIT_ANCHOR = "audit-data"
+AUDIT_TITLE = "Audit the data before the GPUs start: audit_data on the demo's data and on a seeded file"
+
+
+def render_audit() -> str:
+    """audit_data on the demo's toy workspace (built in a temporary folder, shown as <workdir>) and on
+    the seeded TRL preference fixture of the tests; the text is the CLI's own report."""
+    import tempfile
+
+    from advisor.plan import Framework, Method
+    from rl_advisor import tinymodel
+    from rl_advisor.audit_tool import audit_data
+
+    seeded = "tests/fixtures/audit/trl_pref_seeded.jsonl"
+    with tempfile.TemporaryDirectory(prefix="rl-advisor-examples-") as tmp:
+        ws = tinymodel.build_toy_workspace(Path(tmp) / "demo")
+        demo = {m: audit_data(str(ws["prompts" if m == "grpo" else "pairs"]), plan=tinymodel.toy_plan(ws, m)).to_text()
+                for m in ("grpo", "dpo")}
+        seeded_text = audit_data(str(REPO / seeded), method=Method.DPO, framework=Framework.TRL,
+                                 model=str(ws["model"])).to_text()
+
+        def clean(text: str) -> str:
+            return text.replace(str(Path(tmp) / "demo"), "<workdir>").replace(str(REPO) + "/", "")
+
+        demo = {m: clean(t) for m, t in demo.items()}
+        seeded_text = clean(seeded_text)
+    return "\n".join([
+        f"## {AUDIT_TITLE}\n",
+        "`audit_data` (CLI `rl-advisor audit-data`) reads the data set the Plan will train on, streaming, and "
+        "checks it against the loader of the Plan's framework and method (the fields and shapes it reads, a "
+        "sample run through the framework's own data code) and against the Plan's limits, then for length "
+        "bias, identical, empty and cut-off answers, exact and near duplicates, evaluation-set overlap, KTO "
+        "label balance and reward coverage per `data_source`. Findings are ranked like `diagnose_run`'s, each "
+        "with rows, cause and the key to set; `--html-report` adds length histograms. Thresholds and sources: "
+        "`advisor/data/data_audit_rules.yaml`; fields per framework: `advisor/data/data_formats.yaml`.\n",
+        "The demo's GRPO prompts (`rl-advisor demo` audits them before training; `<workdir>` is the demo's "
+        "folder):\n",
+        _fence("rl-advisor audit-data --path <workdir>/data/prompts.jsonl --plan plan.yaml   # the demo's toy GRPO Plan",
+               "bash"),
+        _fence(demo["grpo"], "text"),
+        "The demo's DPO pairs: every chosen answer has the same length as its rejected one, so the length-bias "
+        "test has no untied pair to count:\n",
+        _fence(demo["dpo"], "text"),
+        f"A seeded file ([`{seeded}`]({seeded}): a conversational row among plain-text rows, an empty "
+        "answer, length bias, an identical pair, an exact and a near duplicate):\n",
+        _fence(f"rl-advisor audit-data --path {seeded} --method dpo --framework trl --model <workdir>/tiny-llama",
+               "bash"),
+        _fence(seeded_text, "text"),
+    ])
+
+
 def build() -> str:
     toc = ["Contents:\n"] + [f"{i}. [{ex.title.split(':')[0]}](#{ex.anchor})"
-                             for i, ex in enumerate(EXAMPLES, 1)] + [""]
+                             for i, ex in enumerate(EXAMPLES, 1)] + \
+        [f"{len(EXAMPLES) + 1}. [{AUDIT_TITLE.split(':')[0]}](#{AUDIT_ANCHOR})", ""]
     sections = []
     first_shown: dict[str, Example] = {}
     for ex in EXAMPLES:
         sections.append(f'<a id="{ex.anchor}"></a>\n\n' + render_example(ex, first_shown))
+    sections.append(f'<a id="{AUDIT_ANCHOR}"></a>\n\n' + render_audit())
     return HEADER + "\n".join(toc) + "\n" + "\n".join(sections)
 
 

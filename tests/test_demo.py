@@ -27,6 +27,7 @@ def test_demo_runs_the_whole_loop(tmp_path: Path) -> None:
         assert marker in text, text
     assert "step  10/10" in proc.stderr  # the progress bar reached the end (on stderr)
     assert "reward_mean" in text and "metric points" in text
+    assert "audit_data prompts.jsonl: clean, 64 rows" in text  # the toy data passed the data audit
     html = out.read_text()
     assert "<svg" in html or "<img" in html  # metric plots
     assert elapsed < 180, f"demo took {elapsed:.0f}s (budget: 3 minutes on 2 cores)"

@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field
 from advisor.data_audit import tables
 from advisor.data_audit.model import (AuditFinding, CheckRow, DataAudit, LengthStats, RowEvidence, RowExample,
                                       rank_score)
-from advisor.data_audit.text import (as_text, ends_cleanly, get_path, hash64, ngram_hashes, normalise, shape_of,
-                                     shingles, words)
+from advisor.data_audit.text import (as_text, ends_cleanly, get_path, hash64, ngram_hashes, normalise,
+                                     shape_of, shingles, words)
 from advisor.data_audit.tokens import EstimateCounter, TokenCounter
 from advisor.diagnosis.model import Fix
 from advisor.errors import AdvisorError
@@ -317,7 +317,7 @@ class AuditSession:
         self._nd_count += len(take)
         if not sets:
             return
-        for row, m in zip(rows, MinHash.bulk(sets, num_perm=self._nd["num_perm"])):
+        for row, m in zip(rows, MinHash.bulk(sets, num_perm=self._nd["num_perm"], hashfunc=int)):
             best = None
             for other in self._lsh.query(m):
                 j = m.jaccard(self._mh[other])
@@ -393,7 +393,7 @@ class AuditSession:
                 checks.append(CheckRow(check=rule_id, status="passed", detail=note or ""))
 
         record("file_type", self._file_type())
-        fmt = self._format_findings(n)
+        fmt = self._format_findings(n) + self._empty_answers()
         for rid in ("missing_field", "wrong_shape", "mixed_shapes", "null_value", "no_chat_template"):
             record(rid, [f for f in fmt if f.check == rid])
         consumer = [f for f in self.extra_findings if f.check == "consumer_rejected"]
@@ -716,18 +716,21 @@ class AuditSession:
                               RowEvidence(field=field_name, count=b.count, total=n, rows=b.rows, examples=b.examples),
                               severity=sev)]
 
+    def _empty_answers(self) -> list[AuditFinding]:
+        empty = self.buckets.get("empty")
+        if not empty or not empty.count:
+            return []
+        return [self._finding("null_value", f"{empty.count} answer(s) are empty",
+                              RowEvidence(field="/".join(sorted({e.field or '' for e in empty.examples})),
+                                          count=empty.count, total=self.row, rows=empty.rows),
+                              fixes=[Fix(framework=self.ctx.framework, key="drop the rows with empty answers",
+                                         kind="action")])]
+
     def _truncated(self) -> list[AuditFinding]:
         import numpy as np
 
         p = self.rules["truncated_answer"]["params"]
         out = []
-        empty = self.buckets.get("empty")
-        if empty and empty.count:
-            out.append(self._finding("null_value", f"{empty.count} answers are empty",
-                                     RowEvidence(field="/".join(sorted({e.field or '' for e in empty.examples})),
-                                                 count=empty.count, total=self.row, rows=empty.rows),
-                                     fixes=[Fix(framework=self.ctx.framework, key="drop the rows with empty answers",
-                                                kind="action")]))
         for role in ANSWER_ROLES:
             if role not in self.lengths:
                 continue

@@ -211,12 +211,19 @@ def run_demo(ns: argparse.Namespace) -> int:
     if prod is not None:
         _budget_and_place(prod)
 
-    step(3, "build a tiny stand-in for this CPU: random tiny Llama, char tokenizer, toy reward")
+    step(3, "build a tiny stand-in for this CPU: random tiny Llama, char tokenizer, toy reward; audit its data")
     workdir = Path(ns.workdir) if ns.workdir else data_dir() / "demo"
     ws = tinymodel.build_toy_workspace(workdir)
     plan = tinymodel.toy_plan(ws, "grpo", steps=ns.steps, name="demo-grpo")
     say(f"  model {ws['model']} ({_param_count(ws['model'])} parameters); reward: fraction of "
         f"'{tinymodel.TARGET_CHAR}' characters in a completion")
+    audit = _try("audit_data", lambda: __import__("rl_advisor.audit_tool", fromlist=["x"]).audit_data(
+        str(ws["prompts"]), plan=plan))
+    if audit is not None:
+        p = next((ls for ls in audit.lengths if ls.name == "prompt"), None)
+        say(f"  audit_data {Path(ws['prompts']).name}: {audit.status}, {audit.rows_read} rows, {audit.data_format}"
+            + (f"; prompt tokens p99 {p.p99:.0f} / max_prompt_length {p.limit}" if p else "")
+            + "".join(f"\n    [{f.severity}] {f.check}: {f.summary[:100]}" for f in audit.findings[:3]))
     chosen = (getattr(method, "value", method), getattr(framework, "value", framework))
     if chosen != ("grpo", "trl"):
         say(f"  (the advisor chose {chosen[0]} on {chosen[1]} for the production run; the CPU "
