@@ -79,7 +79,10 @@ def render_audit_html(audit: DataAudit, title: str | None = None) -> str:
 
 
 def write_audit_html(audit: DataAudit, out: str | Path, title: str | None = None) -> Path:
+    """Write the report for a local caller (audit_data's html_report goes through safe_paths)."""
+    from advisor.secrets import scrub_obj
+
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_audit_html(audit, title), encoding="utf-8")
+    path.write_text(render_audit_html(scrub_obj(audit), title), encoding="utf-8")
     return path

@@ -131,12 +131,18 @@ def audit_data(path: str, plan: Plan | None = None, method: Method | None = None
         _consumer(session, ctx, src, kind, split, tokenizer)
     result = session.finish()
     if html_report:
-        from rl_advisor.audit_html import write_audit_html
-        from rl_advisor.safe_paths import writable_dir
+        from advisor.secrets import scrub_obj
+        from rl_advisor.audit_html import render_audit_html
+        from rl_advisor.safe_paths import open_output_dir
 
         out = Path(html_report)
-        folder = writable_dir(out.parent if str(out.parent) else ".", field="html_report")
-        written = write_audit_html(result, folder / out.name)
+        page = render_audit_html(scrub_obj(result))  # rows quoted as evidence may carry tokens
+        with open_output_dir(str(out.parent) or ".", field="html_report") as folder:
+            try:
+                written = folder.write(out.name, page)
+            except OSError as exc:
+                raise AdvisorError(f"cannot write the report: {exc.strerror}", field="html_report",
+                                   value=html_report) from None
         result.notes.append(f"HTML report: {written}")
     return result if detail else result.compact()
 

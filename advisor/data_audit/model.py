@@ -15,6 +15,11 @@ from advisor.diagnosis.model import SEVERITY_RANK, Fix, Severity
 
 Family = Literal["preference", "unpaired", "prompt_verifier"]
 
+KEEP_ROWS = 50      # first rows kept per problem (evidence, detail=true)
+KEEP_EXAMPLES = 10  # examples kept per problem
+EXAMPLE_CHARS = 500
+ANSWER_ROLES = ("chosen", "rejected", "completion")
+
 
 class RowExample(BaseModel):
     row: int = Field(..., description="0-based row index in the data set (as datasets/pandas number them).")
