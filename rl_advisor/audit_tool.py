@@ -52,13 +52,18 @@ class HFCounter:
 
 def load_tokenizer(model: str | None) -> tuple[Any | None, str]:
     """(tokenizer, why not) for a local model folder; never touches the network."""
+    from rl_advisor.safe_paths import check_input_path
+
     if not model:
         return None, "no model given"
-    p = Path(os.path.expanduser(model))
-    if not p.is_dir():
-        return None, f"{model} is not a local folder"
-    if not any((p / n).exists() for n in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
-        return None, f"no tokenizer files in {model}"
+    try:  # under an MCP call confined to the allowed folders, like every path a client names
+        p = check_input_path(model, field="model")
+        if not p.is_dir():
+            return None, f"{model} is not a local folder"
+        if not any((p / n).exists() for n in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
+            return None, f"no tokenizer files in {model}"
+    except (AdvisorError, OSError):
+        return None, f"{model[:80]} is not a local folder this process may read"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         from transformers import AutoTokenizer
