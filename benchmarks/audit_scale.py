@@ -45,8 +45,10 @@ rss0 = hwm_mb()
 t0 = time.perf_counter()
 if mode == "bare":
     n = 0
-    for rb in pq.ParquetFile(path).iter_batches(batch_size=1024):
-        n += len(rb.to_pylist())
+    pf = pq.ParquetFile(path)
+    for i in range(pf.num_row_groups):  # the same row-group-at-a-time scan as the audit's reader
+        for rb in pf.read_row_group(i).to_batches(max_chunksize=1024):
+            n += len(rb.to_pylist())
     extra = {{"rows": n}}
 else:
     a = audit_data(path, method=Method.DPO, framework=Framework.TRL, consumer_check=False)

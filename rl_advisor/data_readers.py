@@ -69,8 +69,13 @@ def _parquet(path: Path, batch_rows: int, split: str) -> Iterator[list[dict[str,
     files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
     for f in files:
         pf = pq.ParquetFile(f)
-        for rb in pf.iter_batches(batch_size=batch_rows):
-            yield rb.to_pylist()
+        # one row group at a time: ParquetFile.iter_batches reads ahead and its Arrow memory grows
+        # with the file (measured: 760 MB peak for a 614 MB file); this keeps one group resident
+        for i in range(pf.num_row_groups):
+            table = pf.read_row_group(i)
+            for rb in table.to_batches(max_chunksize=batch_rows):
+                yield rb.to_pylist()
+            del table
 
 
 def _jsonl(path: Path, batch_rows: int, split: str) -> Iterator[list[dict[str, Any]]]:

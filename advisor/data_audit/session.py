@@ -77,8 +77,8 @@ class _Bucket:
         self.count += 1
         if len(self.rows) < KEEP_ROWS:
             self.rows.append(row)
-        if len(self.examples) < KEEP_EXAMPLES:
-            t = text if isinstance(text, str) else repr(text)
+        if len(self.examples) < KEEP_EXAMPLES:  # ``text`` may be the raw value: converted only here
+            t = text if isinstance(text, str) else (as_text(text) if isinstance(text, list) else repr(text))
             self.examples.append(RowExample(row=row, field=field_name, text=t[:EXAMPLE_CHARS], note=note))
 
 
@@ -181,7 +181,7 @@ class AuditSession(FormatChecks, ContentChecks):
             if f.role == "label" and shape == "number" and value in (0, 1):
                 shape = "bool"
             self.shapes[f.name][shape] += 1
-            self._bucket((f.name, shape), self.shape_rows).add(row, f.name, as_text(value) if shape != "other" else repr(value))
+            self._bucket((f.name, shape), self.shape_rows).add(row, f.name, value)
             v[f.role] = value
         if self.ctx.family == "unpaired" and "completion" not in v and "chosen" in r and "rejected" in r:
             self.paired_unpaired = True
@@ -247,11 +247,12 @@ class AuditSession(FormatChecks, ContentChecks):
     def _content(self, row: int, v: dict[str, Any]) -> None:
         fam = self.ctx.family
         prompt_text = as_text(v.get("prompt"))
+        norm = {r: normalise(as_text(v[r])) for r in ("chosen", "rejected") if r in v} if fam == "preference" else {}
         # exact-duplicate key: the whole training item
         if fam == "prompt_verifier":
             key = normalise(prompt_text)
         elif fam == "preference":
-            key = "\x1f".join(normalise(as_text(v.get(r))) for r in ("prompt", "chosen", "rejected"))
+            key = "\x1f".join((normalise(prompt_text), norm.get("chosen", ""), norm.get("rejected", "")))
         else:
             key = "\x1f".join((normalise(prompt_text), normalise(as_text(v.get("completion", v.get("chosen")))),
                                str(v.get("label"))))
@@ -261,7 +262,7 @@ class AuditSession(FormatChecks, ContentChecks):
             if role in v and shape_of(v[role]) in ("empty", "null"):
                 self._bucket("empty", self.buckets).add(row, role, "")
         if fam == "preference" and "chosen" in v and "rejected" in v:
-            c, r = normalise(as_text(v["chosen"])), normalise(as_text(v["rejected"]))
+            c, r = norm["chosen"], norm["rejected"]
             if c and c == r:
                 self._bucket("identical", self.buckets).add(row, "chosen/rejected", as_text(v["chosen"]))
         # KTO labels
@@ -296,7 +297,7 @@ class AuditSession(FormatChecks, ContentChecks):
             return
         take = views[:room]
         self._nd_skipped += len(views) - len(take)
-        from datasketch import MinHash, MinHashLSH  # a well-kept MinHash/LSH library; imported on use
+        from datasketch import LeanMinHash, MinHash, MinHashLSH  # a well-kept MinHash/LSH library; on use
 
         if self._lsh is None:
             self._lsh = MinHashLSH(threshold=self._nd["threshold"], num_perm=self._nd["num_perm"])
@@ -323,7 +324,7 @@ class AuditSession(FormatChecks, ContentChecks):
             if best is not None:
                 self._nd_pairs.append((row, best[0], best[1]))
             self._lsh.insert(row, m)
-            self._mh[row] = m
+            self._mh[row] = LeanMinHash(m)  # signature only (no permutation arrays): ~4x smaller
 
     def _build_eval(self, texts: list[str] | None) -> dict[str, Any] | None:
         if not texts:
