@@ -21,7 +21,7 @@ _STATUS_COLOR = {"problems": "#c0392b", "clean": "#1e8449", "no_data": "#7f8c8d"
 def _env():
     import jinja2
 
-    from rl_advisor.paths import templates_dir
+    from advisor.bundle import templates_dir
 
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())), autoescape=True,
                               undefined=jinja2.StrictUndefined)
