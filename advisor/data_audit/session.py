@@ -6,8 +6,10 @@ first rows and examples of each problem, at most ``near_duplicate.max_rows`` Min
 the hashed n-grams of the evaluation set. ``finish()`` returns a ``DataAudit``. No I/O: the reader
 (rl_advisor/audit_tool.py) opens the files, builds the token counter and runs the framework loaders.
 
-What each check reads, its thresholds and sources are in advisor/data/data_audit_rules.yaml; the
-fields each framework's loader reads are in advisor/data/data_formats.yaml.
+The findings are built by the mixins in format_checks.py (fields, shapes, file type) and
+content_checks.py (lengths, bias, duplicates, contamination, labels, coverage). What each check
+reads, its thresholds and sources are in advisor/data/data_audit_rules.yaml; the fields each
+framework's loader reads are in advisor/data/data_formats.yaml.
 """
 
 from __future__ import annotations
