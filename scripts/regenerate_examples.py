@@ -94,8 +94,10 @@ EXAMPLES: tuple[Example, ...] = (
         plan="dapo-qwen2.5-32b-verl-4x8xh100.yaml",
         kinds=("ray_job",),
         ray_resources=True,
-        intro=("Disaggregated one-step-off layout: a rollout pool of two nodes and a training pool "
-               "of two nodes. `ray_resources` turns the Plan's pools into placement groups (bundles "
+        intro=("Disaggregated async layout: a rollout pool of two nodes and a training pool of two "
+               "nodes, rendered as veRL's bounded-staleness `separate_async` trainer (weights pushed "
+               "once per step over the NCCL checkpoint engine, samples at most one step stale). "
+               "`ray_resources` turns the Plan's pools into placement groups (bundles "
                "and strategy per pool, with the reason); the Ray job spec submits the veRL driver "
                "to an existing cluster through the Job Submission API."),
     ),

@@ -90,4 +90,7 @@ class ValidationResult(BaseModel):
     skipped: bool = Field(False, description="The checker could not run here (reason in warnings).")
     errors: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    checks: list[str] = Field(default_factory=list, description=(
+        "The framework's own start-up checks that ran, each 'file:line condition -> passed|failed|not "
+        "applicable' (trainer construction checks, an entry's pre-GPU asserts)."))
     seconds: float = 0.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.errors import AdvisorError, FieldProblem
 from advisor.plan import Framework, Method, Plan
 from advisor.render.common import Carry, Derived, pool_for
 from advisor.resolve import resolve
@@ -160,8 +161,10 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> list[tuple[s
             add((f"{ar}.rollout.nnodes", rp.nodes))
             add((f"{ar}.rollout.n_gpus_per_node", rp.gpus_per_node))
             add(("trainer.v1.trainer_mode", "separate_async"))
+            o += _separate_async(plan, d, notes)
         else:
             add(("trainer.v1.trainer_mode", "colocate_async"))
+            o += _staleness(plan, notes)
     # critic (PPO)
     if plan.method == Method.PPO:
         critic = plan.critic or plan.policy
@@ -213,6 +216,44 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> list[tuple[s
     if data.total_steps:
         add(("trainer.total_training_steps", data.total_steps))
     return o
+
+
+ONE_STEP_OFF_SPAN = 2
+"""``trainer.v1.sampler.max_off_policy_threshold`` for a one-step-off plan: the most weight versions
+one trajectory may span (veRL 0.9.1 ``ReplayBufferAsync`` drops a sample when
+``global_steps - prompt_step + 1 > threshold``), so 2 = at most one step stale. veRL's default, 8,
+is what a fully-async plan gets."""
+
+
+def _separate_async(plan: Plan, d: Derived, notes: list[str]) -> list[tuple[str, Any]]:
+    """veRL 0.9.1 ``PPOTrainerSeparateAsync.__init__`` (verl/trainer/ppo/v1/trainer_separate_async.py)
+    asserts ``data.train_batch_size == parameter_sync_step * actor.ppo_mini_batch_size`` and a
+    checkpoint engine other than ``naive`` (weights go from the training pool to the standalone
+    rollout pool over the network). The weights are pushed once per training step: the sync step is
+    the number of mini-batches per step."""
+    if d.train_batch % d.mini_batch:
+        raise AdvisorError([FieldProblem(
+            field="data.mini_batch_size", value=d.mini_batch,
+            message=(f"veRL's separate_async trainer needs data.train_batch_size ({d.train_batch}) to be a "
+                     "multiple of the mini-batch (train_batch_size == parameter_sync_step * ppo_mini_batch_size)"),
+            allowed=f"a divisor of {d.train_batch}")])
+    sync_step = d.train_batch // d.mini_batch
+    notes.append(f"veRL separate_async: weights pushed to the rollout pool every {sync_step} mini-batches "
+                 "(one training step) over the NCCL checkpoint engine")
+    return [("trainer.v1.separate_async.parameter_sync_step", sync_step),
+            ("actor_rollout_ref.rollout.checkpoint_engine.backend", "nccl")] + _staleness(plan, notes)
+
+
+def _staleness(plan: Plan, notes: list[str]) -> list[tuple[str, Any]]:
+    """veRL's v1 async trainers are bounded-staleness async with partial rollouts, not one-step-off:
+    a trajectory may span up to ``trainer.v1.sampler.max_off_policy_threshold`` weight versions."""
+    if resolve(plan).mode == "one_step_off":
+        notes.append(f"one-step-off: trainer.v1.sampler.max_off_policy_threshold={ONE_STEP_OFF_SPAN} (a "
+                     "trajectory spans at most two weight versions; older samples are dropped)")
+        return [("trainer.v1.sampler.max_off_policy_threshold", ONE_STEP_OFF_SPAN)]
+    notes.append("veRL async: samples may span up to 8 weight versions (trainer.v1.sampler."
+                 "max_off_policy_threshold, veRL's default)")
+    return []
 
 
 def _sft(plan: Plan, d: Derived, carry: Carry) -> list[tuple[str, Any]]:

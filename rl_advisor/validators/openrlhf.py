@@ -49,6 +49,21 @@ def _hierarchize():
 
 
 class _Rewrite(ast.NodeTransformer):
+    """``parse_args()`` reads our argv; each ``assert`` first records that it ran (``__ran__(i)``),
+    so the result can list which of the entry's checks ran."""
+
+    def __init__(self, source: str, filename: str):
+        self.source = source
+        self.filename = filename
+        self.checks: list[str] = []
+
+    def visit_Assert(self, node: ast.Assert) -> Any:
+        text = " ".join((ast.get_source_segment(self.source, node.test) or "").split())
+        self.checks.append(f"{self.filename}:{node.lineno} {text}")
+        mark = ast.Expr(ast.Call(func=ast.Name(id="__ran__", ctx=ast.Load()),
+                                 args=[ast.Constant(len(self.checks) - 1)], keywords=[]))
+        return [ast.copy_location(mark, node), node]
+
     def visit_Call(self, node: ast.Call) -> Any:
         self.generic_visit(node)
         f = node.func
@@ -73,12 +88,21 @@ def _keep(stmt: ast.stmt) -> bool:
     return True
 
 
-@cache
 def main_block(module: str):
     """Compiled ``__main__`` block of ``openrlhf/cli/<module>.py`` (parser + post-parse checks)."""
-    name = module.rsplit(".", 1)[-1]
-    path = openrlhf_dir() / "cli" / f"{name}.py"
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return _main_block(module)[0]
+
+
+def entry_path(module: str) -> Path:
+    return openrlhf_dir() / "cli" / f"{module.rsplit('.', 1)[-1]}.py"
+
+
+@cache
+def _main_block(module: str):
+    """(compiled block, the post-parse asserts it contains as 'file:line condition')."""
+    path = entry_path(module)
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source, filename=str(path))
     block = next((n for n in tree.body if _is_main_guard(n)), None)
     if block is None:
         raise RuntimeError(f"no __main__ block in {path}")
@@ -89,12 +113,14 @@ def main_block(module: str):
                all((a.name.split(".")[0] if isinstance(n, ast.Import) else (n.module or "").split(".")[0])
                    in sys.stdlib_module_names - {"argparse"} for a in n.names)]
     mod = ast.Module(body=imports + body, type_ignores=[])
-    mod = ast.fix_missing_locations(_Rewrite().visit(mod))
-    return compile(mod, str(path), "exec")
+    rewrite = _Rewrite(source, path.name)
+    mod = ast.fix_missing_locations(rewrite.visit(mod))
+    return compile(mod, str(path), "exec"), tuple(rewrite.checks)
 
 
-def parse(module: str, argv: list[str]) -> tuple[SimpleNamespace, str]:
-    """Run OpenRLHF's own parser and checks on ``argv``; returns (args, printed warnings)."""
+def parse(module: str, argv: list[str], ran: list[int] | None = None) -> tuple[SimpleNamespace, str]:
+    """Run OpenRLHF's own parser and checks on ``argv``; returns (args, printed warnings).
+    ``ran`` collects the indexes of the post-parse asserts that were evaluated."""
     import argparse
 
     code = main_block(module)
@@ -109,7 +135,8 @@ def parse(module: str, argv: list[str]) -> tuple[SimpleNamespace, str]:
     argparse_view = SimpleNamespace(**vars(argparse))
     argparse_view.ArgumentParser = _Parser  # the block constructs argparse.ArgumentParser()
     namespace: dict[str, Any] = {"__name__": "__rl_advisor_openrlhf__", "__argv__": list(argv),
-                                 "hierarchize": _hierarchize(), "argparse": argparse_view}
+                                 "hierarchize": _hierarchize(), "argparse": argparse_view,
+                                 "__ran__": (ran if ran is not None else []).append}
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         exec(code, namespace)  # noqa: S102 - OpenRLHF's own released parser code
@@ -130,14 +157,71 @@ def validate(artifact: Artifact) -> ValidationResult:
         return ValidationResult(artifact=artifact.name, validator=name, ok=False, errors=[str(exc)])
     errors: list[str] = []
     warnings: list[str] = []
+    checks: list[str] = []
+    ran: list[int] = []
+    args = None
     try:
-        _, printed = parse(module, argv)
+        args, printed = parse(module, argv, ran)
         warnings += [line for line in printed.splitlines() if line.strip()]
     except ParserExit as exc:
         errors.append(str(exc))
     except AssertionError as exc:
-        errors.append(f"post-parse assert: {exc}")
+        errors.append(f"post-parse assert [{_main_block(module)[1][ran[-1]] if ran else '?'}]: {exc}")
     except Exception as exc:  # noqa: BLE001 - any failure in OpenRLHF's checks rejects the flags
         errors.append(f"{type(exc).__name__}: {exc}")
+    listed = _main_block(module)[1]
+    checks.append(f"{entry_path(module).name} __main__: {len(listed)} post-parse asserts, {len(set(ran))} evaluated")
+    for i in sorted(set(ran)):
+        failed = errors and i == ran[-1]
+        checks.append(f"  {listed[i]} -> {'failed' if failed else 'passed'}")
+    if args is not None:
+        errors += _entry_checks(module, args, checks, warnings)
+    name = f"openrlhf 0.11.2 {module.rsplit('.', 1)[-1]} parser + post-parse asserts + pre-GPU checks of train() (from source)"
     return ValidationResult(artifact=artifact.name, validator=name, ok=not errors, errors=errors,
-                            warnings=warnings, seconds=time.perf_counter() - t0)
+                            warnings=warnings, checks=checks, seconds=time.perf_counter() - t0)
+
+
+GPU_CALLS = frozenset({"setup_distributed", "async_init_model_from_pretrained", "init_model_from_pretrained"})
+"""Calls in an OpenRLHF entry's ``train()`` that do the first GPU work (torch.distributed/NCCL set-up,
+model loading on the GPU workers): the checks after them are not pre-GPU checks."""
+
+
+def _entry_checks(module: str, args: Any, checks: list[str], warnings: list[str]) -> list[str]:
+    """The checks the entry applies to the parsed arguments after ``__main__`` and before its first
+    GPU work, run from the release's source (rl_advisor.validators.source_checks): ``train(args)``'s
+    colocation asserts (actor/ref and critic/reward sizes, actor GPUs == engines x TP), the
+    ``DeepspeedStrategy`` constructor ``get_strategy`` builds, and for ``--train.async_enable``
+    ``PPOTrainerAsync``'s constructor (queue size). Model loading, Ray placement groups and vLLM
+    engines are not run (they need GPUs)."""
+    from rl_advisor.validators import source_checks
+
+    root = openrlhf_dir()
+    runs = [(entry_path(module), "train", {"args": args})]
+    # every entry's train() starts with get_strategy(args); these are the keyword arguments it passes
+    strategy_kwargs = dict(self=SimpleNamespace(args=args), seed=getattr(args.train, "seed", 42),
+                           full_determinism=getattr(args.train, "full_determinism_enable", False),
+                           max_norm=getattr(args, "max_norm", 1.0),
+                           micro_train_batch_size=getattr(args.train, "micro_batch_size", 1),
+                           train_batch_size=getattr(args.train, "batch_size", 128),
+                           zero_stage=args.ds.zero_stage, args=args)
+    runs.append((root / "utils" / "deepspeed" / "deepspeed.py", "DeepspeedStrategy.__init__", strategy_kwargs))
+    if module == "openrlhf.cli.train_ppo_ray" and args.train.async_enable:
+        runs.append((root / "trainer" / "ppo_trainer_async.py", "PPOTrainerAsync.__init__",
+                     {"self": SimpleNamespace(), "strategy": SimpleNamespace(args=args)}))
+    errors: list[str] = []
+    for path, qualname, params in runs:
+        if not source_checks.has_function(path, qualname):
+            warnings.append(f"{path.name}:{qualname} not found in the installed release; its checks did not run")
+            continue
+        rep = source_checks.run(path, qualname, params, stop_at=GPU_CALLS)
+        checks.append(rep.summary())
+        checks.extend("  " + c.line() for c in rep.checks if c.status in ("passed", "failed"))
+        if rep.incomplete:
+            warnings.append(f"{rep.function}: not every check could be evaluated here ({rep.incomplete})")
+        if rep.error:
+            failed = next((c for c in rep.checks if c.status == "failed"), None)
+            flags = ", ".join("--" + k for k in failed.keys) if failed and failed.keys else ""
+            errors.append(f"{rep.function} [{failed.where if failed else '?'}]: {rep.error}"
+                          + (f" (change: {flags})" if flags else ""))
+            break
+    return errors

@@ -95,8 +95,9 @@ def validate(artifact: Artifact) -> ValidationResult:
     if missing:
         errors.append(f"mandatory keys left unset (???): {', '.join(missing)}")
     validator = name
+    checks: list[str] = []
     if not errors:
-        validator, errs, warns = _run_rules(cfg) if config_name != "sft_trainer_engine" else _sft_rules(cfg)
+        validator, errs, warns, checks = _run_rules(cfg) if config_name != "sft_trainer_engine" else _sft_rules(cfg)
         errors += errs
         warnings += warns
     try:
@@ -104,7 +105,7 @@ def validate(artifact: Artifact) -> ValidationResult:
     except Exception as exc:  # noqa: BLE001
         errors.append(f"interpolation failed: {exc}")
     return ValidationResult(artifact=artifact.name, validator=validator, ok=not errors, errors=errors,
-                            warnings=warnings, seconds=time.perf_counter() - t0)
+                            warnings=warnings, checks=checks, seconds=time.perf_counter() - t0)
 
 
 def _missing_keys(cfg, prefix: str = ""):
@@ -149,7 +150,7 @@ def _run_rules(cfg) -> tuple[str, list[str], list[str]]:
     except Exception as exc:  # noqa: BLE001 - missing optional deps: fall back to the documented rules
         errs = _fallback_rules(cfg)
         return ("hydra compose + rl-advisor's copy of veRL's rules (verl.utils.config not importable: "
-                f"{type(exc).__name__}: {exc})", errs, [])
+                f"{type(exc).__name__}: {exc})", errs, [], [])
     out = io.StringIO()
     errors: list[str] = []
     warnings: list[str] = []
@@ -168,6 +169,9 @@ def _run_rules(cfg) -> tuple[str, list[str], list[str]]:
                 errors.append(f"lora_rank must be less than or equal to 512, but got {rank}")
     except Exception as exc:  # noqa: BLE001 - assert/ValueError/InstantiationException all mean rejected
         errors.append(_root_message(exc))
+    checks: list[str] = []
+    if not errors:
+        errors += _trainer_checks(cfg, checks, warnings)
     if use_critic and not errors:
         # critic validation reads the critic model's HF config from critic.model.path; only
         # possible offline when that is a local model directory
@@ -185,7 +189,90 @@ def _run_rules(cfg) -> tuple[str, list[str], list[str]]:
             warnings.append(f"critic rules not run: critic.model.path {path!r} is not a local model dir "
                             "(veRL's critic check loads its HF config)")
             errors += _fallback_critic(cfg)
-    return "hydra compose + verl.utils.config.validate_config", errors, warnings
+    name = "hydra compose + verl.utils.config.validate_config + trainer construction checks"
+    return name, errors, warnings, checks
+
+
+def trainer_class_file(mode: str) -> tuple[Path, str] | None:
+    """The file and class that ``@register_trainer(mode)`` registers in the installed veRL (read from
+    its source, so a renamed or moved class is found as released)."""
+    import ast
+
+    for path in sorted((verl_dir() / "trainer" / "ppo" / "v1").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for dec in node.decorator_list:
+                if (isinstance(dec, ast.Call) and getattr(dec.func, "id", None) == "register_trainer"
+                        and dec.args and getattr(dec.args[0], "value", None) == mode):
+                    return path, node.name
+    return None
+
+
+def _trainer_checks(cfg, checks: list[str], warnings: list[str]) -> list[str]:
+    """The checks veRL 0.9.1 runs while building the trainer, before any worker or GPU:
+    ``TaskRunnerV1.run`` picks the class registered for ``trainer.v1.trainer_mode``; its
+    ``__init__`` (e.g. ``PPOTrainerSeparateAsync``: sync step x mini-batch == train batch, no naive
+    checkpoint engine), ``PPOTrainer.__init__`` builds the KL controller (``use_kl_in_reward``) and the
+    replay buffer (``_resolve_filter_groups_metric``, ``ReplayBuffer.__init__``). Run from the
+    installed source by :mod:`rl_advisor.validators.source_checks`."""
+    from types import SimpleNamespace
+
+    from rl_advisor.validators import source_checks
+
+    if not cfg.trainer.get("use_v1", True):
+        warnings.append("trainer.use_v1=false: the legacy trainer's construction checks are not run")
+        return []
+    mode = cfg.trainer.v1.trainer_mode
+    v1 = verl_dir() / "trainer" / "ppo" / "v1"
+    found = trainer_class_file(mode)
+    if found is None:
+        return [f"trainer.v1.trainer_mode={mode!r}: no trainer class is registered for it in verl "
+                f"{_version()} (verl/trainer/ppo/v1: sync, colocate_async, separate_async)"]
+    path, cls = found
+    sampler = cfg.trainer.v1.sampler
+    mode_cfg = cfg.trainer.v1.get(mode, {}) or {}
+    me = SimpleNamespace(config=cfg, hybrid_rollout_config=mode_cfg.get("hybrid_rollout", SimpleNamespace(enable_switch=False)))
+    runs = []
+    if source_checks.has_function(path, f"{cls}.__init__"):
+        runs.append(source_checks.run(path, f"{cls}.__init__", {"self": me, "config": cfg}))
+    runs.append(source_checks.run(v1 / "trainer_base.py", "PPOTrainer._resolve_filter_groups_metric", {"self": me}))
+    if not runs[-1].error:
+        filter_metric = None
+        fg = cfg.algorithm.get("filter_groups", None)
+        if fg is not None and fg.get("enable", False):
+            filter_metric = fg.get("metric", None)
+        # the keyword arguments PPOTrainer._build_replay_buffer passes to the built-in sampler
+        kwargs = dict(self=SimpleNamespace(), trainer_mode=mode, trainer_config=mode_cfg,
+                      max_off_policy_threshold=sampler.max_off_policy_threshold,
+                      max_off_policy_strategy=sampler.max_off_policy_strategy,
+                      sampler_kwargs=sampler.sampler_kwargs, refill_fn=print, poll_interval=2.0,
+                      filter_groups_metric=filter_metric,
+                      sync_refill_failed_groups=bool(sampler.get("sync_refill_failed_groups", False)),
+                      train_batch_size=cfg.data.train_batch_size, gen_batch_size=1 if filter_metric else None,
+                      max_inflight_gen_batches=(fg.get("max_inflight_gen_batches", 1) if filter_metric else 1))
+        runs.append(source_checks.run(v1 / "replay_buffer.py", "ReplayBuffer.__init__", kwargs))
+    errors: list[str] = []
+    for rep in runs:
+        checks.append(rep.summary())
+        checks.extend("  " + c.line() for c in rep.checks if c.status in ("passed", "failed"))
+        if rep.incomplete:
+            warnings.append(f"{rep.function}: not every check could be evaluated here ({rep.incomplete})")
+        if rep.error:
+            failed = next((c for c in rep.checks if c.status == "failed"), None)
+            keys = f" (change: {', '.join(failed.keys)})" if failed and failed.keys else ""
+            errors.append(f"{rep.function} [{failed.where if failed else '?'}]: {rep.error}{keys}")
+            break
+    if not errors and cfg.algorithm.get("use_kl_in_reward", False):
+        try:
+            from verl.trainer.ppo.core_algos import get_kl_controller
+
+            get_kl_controller(cfg.algorithm.kl_ctrl)
+            checks.append("verl.trainer.ppo.core_algos.get_kl_controller(algorithm.kl_ctrl) -> passed")
+        except Exception as exc:  # noqa: BLE001 - veRL's own error for a bad KL controller
+            errors.append(f"get_kl_controller: {_root_message(exc)} (change: algorithm.kl_ctrl)")
+    return errors
 
 
 def _lora_rank(cfg) -> int:
@@ -204,7 +291,7 @@ def _sft_rules(cfg) -> tuple[str, list[str], list[str]]:
         _bare_verl_package()
         from verl.utils.config import omega_conf_to_dataclass
     except Exception as exc:  # noqa: BLE001
-        return "hydra compose on verl sft_trainer_engine", [], [f"verl config classes not importable ({exc}); composed only"]
+        return "hydra compose on verl sft_trainer_engine", [], [f"verl config classes not importable ({exc}); composed only"], []
     errors = []
     out = io.StringIO()
     for section in ("engine", "optim", "checkpoint"):
@@ -213,7 +300,7 @@ def _sft_rules(cfg) -> tuple[str, list[str], list[str]]:
                 omega_conf_to_dataclass(cfg[section])
         except Exception as exc:  # noqa: BLE001
             errors.append(f"{section}: " + _root_message(exc))
-    return "hydra compose + verl engine/optim/checkpoint config classes", errors, []
+    return "hydra compose + verl engine/optim/checkpoint config classes", errors, [], []
 
 
 def _root_message(exc: BaseException) -> str:
