@@ -238,7 +238,7 @@ class DiagnosisSession:
                 findings.append(Finding(
                     category=category, title=tax[category]["title"], severity=hit.severity,
                     rule=row["id"], summary=hit.summary, evidence=hit.evidence, likely_cause=cause,
-                    fixes=make_fixes(row.get("fixes"), framework), source=row.get("source", ""),
+                    fixes=make_fixes(row.get("fixes"), framework, self.plan), source=row.get("source", ""),
                     confidence=hit.confidence if hit.confidence is not None else _metric_confidence(hit, self.store)))
         sig_hits = self.scanner.hits()
         suppressed = self.scanner.suppressed_categories(sig_hits)
@@ -307,7 +307,7 @@ class DiagnosisSession:
         confidence = 0.9 if hit.log_lines else 0.3 if severity == "info" else 0.5
         return Finding(category=hit.category, title=tax[hit.category]["title"], severity=severity,
                        rule=hit.id, summary=summary, evidence=evidence, likely_cause=cause,
-                       fixes=make_fixes(row.get("fixes"), framework), source=row.get("source", ""),
+                       fixes=make_fixes(row.get("fixes"), framework, self.plan), source=row.get("source", ""),
                        confidence=confidence)
 
 

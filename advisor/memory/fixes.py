@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from advisor import yamlio
 from advisor.errors import AdvisorError
+from advisor.fix_reads import plan_settings, readable_settings
 from advisor.memory.models import Fix, MemoryBudget
 from advisor.plan import Plan
 
@@ -115,6 +116,7 @@ def rank_fixes(plan: Plan, budget: MemoryBudget) -> list[Fix]:
     worst = max(p.peak_gib - p.capacity_gib for p in budget.pools) if budget.pools else 0.0
     base_peak = budget.peak_gib() if budget.pools else 0.0
     fw = plan.framework.value
+    before = plan_settings(plan)[0]
     found: list[tuple[int, int, float, Fix]] = []
     for order, row in enumerate(fix_table()):
         keys = (row.get("keys") or {}).get(fw)
@@ -134,6 +136,10 @@ def rank_fixes(plan: Plan, budget: MemoryBudget) -> list[Fix]:
             continue
         first_new = next(iter(changes.values()))
         settings = {k: _render_value(str(v), first_new, fw) for k, v in keys.items()}
+        rendered_after, scope = plan_settings(new_plan)
+        settings, _why = readable_settings(fw, settings, before, rendered_after, scope)
+        if settings is None:
+            continue  # the release would not read it for this plan, or it is already set
         fix = Fix(rank=0, id=row["id"], framework=plan.framework, settings=settings, plan_change=changes,
                   what=row["what"], new_peak_gib=round(new_peak, 2), fits_after=after.fits,
                   cost=row.get("cost", ""), source=row.get("source", ""))
@@ -163,6 +169,7 @@ def _combined(plan: Plan, budget: MemoryBudget, max_steps: int = 5) -> Fix | Non
 
     fw = plan.framework.value
     current, cur_budget = plan, budget
+    current_settings = plan_settings(plan)[0]
     used: list[dict[str, Any]] = []
     settings: dict[str, str] = {}
     changes: dict[str, str] = {}
@@ -175,20 +182,26 @@ def _combined(plan: Plan, budget: MemoryBudget, max_steps: int = 5) -> Fix | Non
             applied = apply_fix(current, row)
             if applied is None:
                 continue
+            first = next(iter(applied[1].values()))
+            wanted = {k: _render_value(str(v), first, fw) for k, v in keys.items()}
+            after, scope = plan_settings(applied[0])
+            kept = readable_settings(fw, wanted, current_settings, after, scope)[0]
+            if kept is None:
+                continue
             try:
                 after = build_ledger(applied[0])
             except AdvisorError:
                 continue
             gain = _overrun(cur_budget) - _overrun(after)
             if gain > MIN_GAIN_GIB and (best is None or gain > best[0]):
-                best = (gain, row, applied, after)
+                best = (gain, row, applied, after, kept)
         if best is None:
             break
-        _, row, (current, change), cur_budget = best
+        _, row, (current, change), cur_budget, kept = best
+        current_settings = plan_settings(current)[0]
         used.append(row)
         changes.update(change)
-        first_new = next(iter(change.values()))
-        settings.update({k: _render_value(str(v), first_new, fw) for k, v in row["keys"][fw].items()})
+        settings.update(kept)
         if cur_budget.fits:
             break
     if len(used) < 2:
