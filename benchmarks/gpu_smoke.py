@@ -62,7 +62,7 @@ def plan(framework: str, ws: dict[str, Path], gpu: str):
     spec = tiny_model_spec(ws["model"]).model_dump(mode="json", exclude_none=True)
     verl = framework == "verl"
     return plan_from_dict({
-        "schema_version": 1, "name": f"gpu-smoke-{framework}", "method": "grpo", "framework": framework,
+        "schema_version": 2, "name": f"gpu-smoke-{framework}", "method": "grpo", "framework": framework,
         "objective": {"task": "other", "data": ["prompts_with_verifier"]},
         "hardware": {"gpu": gpu, "gpus_per_node": 1, "nodes": 1},
         "policy": {"model": "tiny-llama", "path": str(ws["model"]), "spec": spec, "dtype": "bf16"},
