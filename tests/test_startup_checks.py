@@ -160,3 +160,21 @@ def test_gpu_smoke_plans_render_and_pass_the_framework_checks():
                           capture_output=True, text=True, timeout=600, cwd=repo)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "[verl] run_verl.sh: ok" in proc.stdout and "[openrlhf] run_openrlhf.sh: ok" in proc.stdout
+
+
+def test_trl_trainer_is_constructed_and_its_own_checks_reject_a_bad_config():
+    """TRL: the rendered config builds the real trainer on a tiny local model; a setting only the
+    trainer checks (reward_weights vs the number of reward functions) is refused with TRL's message."""
+    from advisor.plan import Framework, Method
+    from rl_advisor.validators import trl as trl_validator
+    from rl_advisor.validators import validate_rendered
+    from tests.test_render_matrix import plan_for
+
+    rendered = render_config(plan_for(Method.GRPO, Framework.TRL))
+    entry = next(r for r in validate_rendered(rendered) if r.artifact == "train.py")
+    assert entry.ok, entry.errors
+    assert any("trl.GRPOTrainer(...) constructed" in c and c.endswith("-> passed") for c in entry.checks)
+    config = next(a for a in rendered.artifacts if a.kind == "framework_config")
+    bad = config.model_copy(update={"data": {**config.data, "reward_weights": [1.0, 2.0]}})
+    errors, _, _ = trl_validator.validate_construction(bad, next(a for a in rendered.artifacts if a.kind == "entry_script"))
+    assert errors and "reward" in errors[0].lower() and "weights" in errors[0].lower()

@@ -60,8 +60,24 @@ def _validate(artifact: Artifact) -> ValidationResult:
 
 
 def validate_rendered(rendered: RenderedConfig) -> list[ValidationResult]:
-    """One result per artifact, in artifact order."""
-    return [validate_artifact(a) for a in rendered.artifacts]
+    """One result per artifact, in artifact order. For TRL the trainer is also constructed with the
+    rendered config on a tiny local model (its start-up checks); that result joins the entry
+    script's."""
+    results = [validate_artifact(a) for a in rendered.artifacts]
+    if rendered.framework == Framework.TRL and all(r.ok or r.skipped for r in results):
+        config = next((a for a in rendered.artifacts if a.kind == "framework_config"), None)
+        entry = next((i for i, a in enumerate(rendered.artifacts) if a.kind == "entry_script"), None)
+        if config is not None and entry is not None:
+            from rl_advisor.validators import trl
+
+            with _LOCK:
+                errors, warnings, checks = trl.validate_construction(config, rendered.artifacts[entry])
+            res = results[entry]
+            results[entry] = res.model_copy(update={
+                "ok": res.ok and not errors, "errors": res.errors + errors, "warnings": res.warnings + warnings,
+                "checks": res.checks + checks,
+                "validator": res.validator + " + trainer constructed on a tiny local model"})
+    return results
 
 
 __all__ = ["validate_artifact", "validate_rendered"]

@@ -16,7 +16,9 @@ import os
 import tempfile
 import time
 import warnings
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from advisor.render.models import Artifact, ValidationResult
 
@@ -134,3 +136,94 @@ def validate_launch(artifact: Artifact) -> ValidationResult:
         errors.append(f"{type(exc).__name__}: {exc}")
     return ValidationResult(artifact=artifact.name, validator="accelerate launch argument parser", ok=not errors,
                             errors=errors, seconds=time.perf_counter() - t0)
+
+
+# --------------------------------------------------------------------------- trainer construction
+
+
+_DATA_COLUMNS = {
+    "prompts": lambda i: {"prompt": f"say letters {i}:"},
+    "pairs": lambda i: {"prompt": f"say letters {i}:", "chosen": "aaaa", "rejected": "bbbb"},
+    "unpaired": lambda i: {"prompt": f"say letters {i}:", "completion": "aaaa" if i % 2 else "bbbb",
+                           "label": bool(i % 2)},
+    "text": lambda i: {"prompt": f"say letters {i}:", "completion": "aaaa"},
+}
+_KIND = {"trl.GRPOTrainer": "prompts", "trl.RLOOTrainer": "prompts", "trl.DPOTrainer": "pairs",
+         "trl.RewardTrainer": "pairs", "trl.KTOTrainer": "unpaired", "trl.SFTTrainer": "text",
+         "trl.experimental.orpo.ORPOTrainer": "pairs", "trl.experimental.cpo.CPOTrainer": "pairs"}
+
+
+@cache
+def _tiny_model_dir() -> str:
+    """A random tiny Llama and its tokenizer, built once per process (rl_advisor.tinymodel)."""
+    from rl_advisor.tinymodel import build_tiny_model
+
+    root = Path(tempfile.mkdtemp(prefix="rl-advisor-trl-tiny-"))
+    return str(build_tiny_model(root / "tiny-llama"))
+
+
+def _toy_reward(completions, **kwargs):
+    return [0.0 for _ in completions]
+
+
+def validate_construction(config: Artifact, entry: Artifact) -> tuple[list[str], list[str], list[str]]:
+    """Construct the rendered trainer with the rendered config, as TRL 1.16 does at start-up, on a
+    tiny local model on this CPU (the trainer's own __init__ checks: batch/generation divisibility,
+    dataset columns, reward functions, PEFT wrapping, reference model). Substituted, and said so:
+    the model (a random tiny Llama), the dataset (eight rows of the method's format), the reward
+    functions (a constant rule; the plan's file may not exist here), ``use_vllm`` (off: vLLM
+    generation needs a GPU), ``output_dir`` (a temp dir). Returns (errors, warnings, checks)."""
+    data = entry.data or {}
+    trainer_name = data.get("trainer")
+    if trainer_name not in _KIND:
+        return [], [f"trainer construction not checked for {trainer_name}"], []
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    import yaml
+
+    try:
+        from datasets import Dataset
+        from trl import DatasetMixtureConfig, ModelConfig, ScriptArguments, TrlParser, get_peft_config
+    except ImportError as exc:
+        return [], [f"trainer construction skipped: {exc}"], []
+    cfg = dict(config.data or {})
+    model_dir = _tiny_model_dir()
+    substituted = {"model_name_or_path": model_dir, "report_to": ["none"], "use_vllm": False}
+    notes = ["model -> tiny local Llama", "dataset -> 8 rows"] + (
+        ["use_vllm -> false (vLLM needs a GPU)"] if cfg.get("use_vllm") else [])
+    errors: list[str] = []
+    checks: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="rl-advisor-trl-construct-") as tmp:
+        cfg.update({k: v for k, v in substituted.items() if k in cfg or k != "use_vllm"})
+        cfg["output_dir"] = str(Path(tmp) / "out")
+        path = Path(tmp) / "config.yaml"
+        path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+        parser = TrlParser((ScriptArguments, _load(data["config_class"]), ModelConfig, DatasetMixtureConfig))
+        out = io.StringIO()
+        try:
+            with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                warnings.simplefilter("ignore")
+                _, args, model_args, _ = parser.parse_args_and_config(args=["--config", str(path), "--use_cpu", "true"])
+                rows = [_DATA_COLUMNS[_KIND[trainer_name]](i) for i in range(8)]
+                kwargs: dict[str, Any] = {"model": model_dir, "args": args, "train_dataset": Dataset.from_list(rows),
+                                          "peft_config": get_peft_config(model_args)}
+                if data.get("online"):
+                    rewards: list[Any] = [model_dir for _ in data.get("reward_models") or []]
+                    rewards += [_toy_reward for _ in data.get("reward_functions") or []] or ([] if rewards else [_toy_reward])
+                    kwargs["reward_funcs"] = rewards
+                if data.get("needs_tokenizer") or trainer_name in ("trl.RewardTrainer",):
+                    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
+
+                    kwargs["processing_class"] = AutoTokenizer.from_pretrained(model_dir)
+                    if trainer_name == "trl.RewardTrainer":
+                        kwargs["model"] = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=1)
+                    else:
+                        kwargs["model"] = AutoModelForCausalLM.from_pretrained(model_dir)
+                _load(trainer_name)(**kwargs)
+            checks.append(f"{trainer_name}(...) constructed with the rendered {data['config_class']} "
+                          f"({'; '.join(notes)}) -> passed")
+        except SystemExit as exc:
+            errors.append(f"{trainer_name}: exited ({exc.code}): {out.getvalue().strip()[-400:]}")
+        except Exception as exc:  # noqa: BLE001 - the trainer's own __init__ checks raise ValueError etc.
+            errors.append(f"{trainer_name} construction: {type(exc).__name__}: {exc}")
+            checks.append(f"{trainer_name}(...) with the rendered {data['config_class']} -> failed")
+    return errors, [], checks
