@@ -142,40 +142,64 @@ def offered(framework: str, key: str, value: Any, current: dict[str, Any] | None
 
 
 def plan_settings(plan: Any) -> tuple[dict[str, Any], str | None]:
-    """The framework settings the plan renders to (key -> value) and its scope (TRL config class,
-    OpenRLHF entry module name); ({}, None) when the plan does not render."""
-    from advisor.errors import AdvisorError
-    from advisor.render import render_config
+    """The framework settings the plan renders to (key -> value) and its scope (veRL config tree,
+    OpenRLHF entry module name, TRL config class); ({}, None) when the plan does not render.
 
+    Only the framework mapping runs (the same functions render_config calls), not the templates:
+    the fix ladder asks this once per rung."""
+    from advisor.errors import AdvisorError
+    from advisor.plan import Framework
+    from advisor.render.common import Carry, derive, support_row
+
+    fw = plan.framework
     try:
-        rendered = render_config(plan)
+        support_row(fw, plan.method)
+        notes: list[str] = []
+        d = derive(plan, notes)
+        carry = Carry()
+        if fw == Framework.VERL:
+            from advisor.render import verl as verl_map
+            from advisor.render.quoting import hydra_override
+
+            pairs = verl_map.overrides(plan, d, carry, notes)
+            words = [hydra_override(k, v) for k, v in pairs]
+            return _verl_words(words), verl_map.config_name(plan)
+        if fw == Framework.OPENRLHF:
+            from advisor.render import openrlhf as orl_map
+
+            module, _launcher, argv = orl_map.command(plan, d, carry, notes)
+            return _flag_words([str(w) for w in argv]), module.rsplit(".", 1)[-1]
+        if fw == Framework.TRL:
+            from advisor.render import trl as trl_map
+
+            cfg = trl_map.config(plan, d, carry, notes)
+            return dict(cfg), trl_map.entry_context(plan)["config_class"].rsplit(".", 1)[-1]
     except AdvisorError:
         return {}, None
-    fw = plan.framework.value
+    return {}, None
+
+
+def _verl_words(words: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    scope = None
-    for art in rendered.artifacts:
-        if fw == "verl" and art.kind == "launch_script":
-            scope = (art.data or {}).get("config_name")
-            for word in art.argv or []:
-                if "=" in word and not word.startswith("-"):
-                    k, _, v = word.partition("=")
-                    out[k.lstrip("+")] = v
-        elif fw == "openrlhf" and art.kind == "launch_script":
-            scope = (art.entrypoint or "").rsplit(".", 1)[-1] or None
-            argv = list(art.argv or [])
-            for i, word in enumerate(argv):
-                if word.startswith("--"):
-                    vals = []
-                    for nxt in argv[i + 1:]:
-                        if nxt.startswith("--"):
-                            break
-                        vals.append(nxt)
-                    out[word] = True if not vals else (vals[0] if len(vals) == 1 else " ".join(vals))
-        elif fw == "trl" and art.kind == "framework_config":
-            scope = (art.entrypoint or "").rsplit(".", 1)[-1] or None
-            out.update({k: v for k, v in (art.data or {}).items()})
-    return out, scope
+    for word in words:
+        word = word.strip("'\"")
+        if "=" in word and not word.startswith("-"):
+            k, _, v = word.partition("=")
+            out[k.lstrip("+")] = v
+    return out
+
+
+def _flag_words(argv: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for i, word in enumerate(argv):
+        if word.startswith("--"):
+            vals = []
+            for nxt in argv[i + 1:]:
+                if nxt.startswith("--"):
+                    break
+                vals.append(nxt)
+            out[word] = True if not vals else (vals[0] if len(vals) == 1 else " ".join(vals))
+    return out
 
 
 def changes(framework: str, key: str, value: Any, current: dict[str, Any], scope: str | None = None) -> bool:
