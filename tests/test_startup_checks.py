@@ -178,3 +178,20 @@ def test_trl_trainer_is_constructed_and_its_own_checks_reject_a_bad_config():
     bad = config.model_copy(update={"data": {**config.data, "reward_weights": [1.0, 2.0]}})
     errors, _, _ = trl_validator.validate_construction(bad, next(a for a in rendered.artifacts if a.kind == "entry_script"))
     assert errors and "reward" in errors[0].lower() and "weights" in errors[0].lower()
+
+
+@pytest.mark.parametrize("line", [
+    "ValueError: Total available GPUs 0 is less than total desired GPUs 2.",
+    "AssertionError: Torch not compiled with CUDA enabled",
+    "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU",
+])
+def test_a_run_that_stops_at_its_first_cuda_need_is_diagnosed_as_needing_a_gpu(line):
+    """The stops the CPU launch path of veRL 0.9.1 reaches (research: verl-openrlhf-cpu-launch.md)
+    are a clear 'needs a GPU' finding, not an unknown failure."""
+    from advisor.diagnosis.engine import diagnose_text
+
+    text = "\n".join(["All configuration checks passed successfully!", "ray init kwargs: {}",
+                      "(TaskRunner pid=1) Traceback (most recent call last):", f"(TaskRunner pid=1) {line}"])
+    result = diagnose_text(text, framework="verl")
+    assert result.findings and result.findings[0].category == "needs_gpu"
+    assert "Needs a GPU" in result.findings[0].title
