@@ -158,7 +158,11 @@ def _tiny_model_dir() -> str:
     """A random tiny Llama and its tokenizer, built once per process (rl_advisor.tinymodel)."""
     from rl_advisor.tinymodel import build_tiny_model
 
+    import atexit
+    import shutil
+
     root = Path(tempfile.mkdtemp(prefix="rl-advisor-trl-tiny-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     return str(build_tiny_model(root / "tiny-llama"))
 
 
