@@ -219,6 +219,8 @@ def _view(plan_json: str, extra_items: tuple[tuple[str, str], ...]):
     objs = _trl_parse(art.entrypoint, data)
 
     def get(key):
+        if key == "use_cpu":  # the parse above adds --use_cpu true so bf16 configs load on this CPU
+            return data.get("use_cpu", False)
         for obj in objs:
             if hasattr(obj, key):
                 return getattr(obj, key)
