@@ -249,7 +249,7 @@ def _register(server: MCPServer, spec: ToolSpec, fn: Callable[..., Any]) -> None
     hints = ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=spec.destructive,
                             idempotent_hint=spec.read_only)
     tool = server._tool_manager.add_tool(_surface_tool(spec, fn), name=spec.name,
-                                         description=_describe(spec, fn), annotations=hints,
+                                         description=_describe(spec), annotations=hints,
                                          structured_output=True)
     tool.parameters = tool_surface.slim_input_schema(tool.parameters)
     meta = tool.fn_metadata
@@ -319,12 +319,11 @@ def build_server(lazy: bool = True) -> MCPServer:
     return server
 
 
-def _describe(spec: Any, fn: Callable[..., Any], limit: int = 400) -> str:
-    """The summary, then the docstring's first paragraph when it adds to it, within ``limit``."""
-    doc = inspect.getdoc(fn) or ""
-    first = " ".join(doc.split("\n\n", 1)[0].split())
-    text = spec.summary if not first or first == spec.summary else f"{spec.summary} {first}"
-    return text if len(text) <= limit else spec.summary
+def _describe(spec: Any) -> str:
+    """The tool's one-line summary, written for the listing. The docstring's first paragraph
+    mostly restated it and cost every agent its bytes on each tools/list; the docstring stays
+    the detail a person reads (``rl-advisor COMMAND --help``)."""
+    return spec.summary
 
 
 def live_listing() -> list[dict]:

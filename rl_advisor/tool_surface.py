@@ -116,6 +116,9 @@ def slim_input_schema(schema: dict[str, Any]) -> dict[str, Any]:
     def fix(node: dict[str, Any]) -> dict[str, Any]:
         if _is_plan_ref(node):
             return {"type": "object", "description": PLAN_INPUT_DESCRIPTION}
+        if "enum" in node and "properties" not in node:
+            # an enum's docstring restates its values; the field that uses it says what it means
+            node = {k: v for k, v in node.items() if k != "description"}
         return _unwrap_optional(_drop_title(node))
 
     return _prune_defs(_walk(copy.deepcopy(schema), fix))

@@ -73,7 +73,8 @@ TOOLS: list[ToolSpec] = [
              next_step="budget_memory or render_config with the Plan (plan YAML)"),
     ToolSpec("budget_memory", "rl_advisor.calibrate_tool:budget_memory",
              "Will this Plan fit? Per-GPU peak per pool over the phases of one RL step (rollout, log-probs, "
-             "updates, weight sync), binding phase/term, host RAM, and a ranked fix ladder in framework keys.",
+             "updates, weight sync), binding phase/term, host RAM, and a ranked fix ladder in framework keys; "
+             "profile applies a calibration.",
              detail_fields=("phases",), list_limit=3,
              next_step="fits: plan_placement; else apply fixes[0] to the Plan and call again"),
     ToolSpec("budget_memory_from_config", "rl_advisor.config_budget:budget_memory_from_config",
@@ -83,7 +84,8 @@ TOOLS: list[ToolSpec] = [
              list_limit=3, next_step="apply budget.fixes[0] in your config, or import_config and plan_placement"),
     ToolSpec("plan_placement", "rl_advisor.calibrate_tool:plan_placement",
              "Rank placements (colocated/split/async pools, per-role parallelism, rollout TP x engines) by "
-             "predicted step time; best as an updated Plan, Ray/K8s resources, GPU-hours and cost.",
+             "predicted step time with its uncertainty band; best as an updated Plan, Ray/K8s resources, "
+             "GPU-hours and cost; profile applies a calibration.",
              detail_fields=("ranked", "given", "rejected", "ray", "k8s", "time_model"),
              list_limit=8, next_step="render_config with best_plan"),
     ToolSpec("render_config", "rl_advisor.render_tool:render_config",
