@@ -320,7 +320,7 @@ def _write_artifacts(rendered: Any, spec: LaunchSpec) -> list[dict[str, Any]]:
 
     Path(spec.run_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(spec.run_dir, 0o700)
-    paths = write_artifacts(rendered, spec.working_dir, private=True)
+    paths = write_artifacts(rendered, spec.working_dir, private=True, field="run_dir")
     return [{"name": art.name, "kind": art.kind, "format": art.format, "path": path,
              "content": scrub_text(art.content)} for art, path in zip(rendered.artifacts, paths)]
 
@@ -369,6 +369,9 @@ def launch_run(plan: Plan, backend: BackendName = "local", confirm: StrictBool =
             raise AdvisorError(str(exc), field="backend", value=exc.reason) from None
     try:
         artifacts = _write_artifacts(rendered, spec)
+    except AdvisorError:  # the safe writer's own error (it names the run folder): nothing launched
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     except OSError as exc:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise AdvisorError(f"could not write the run's files under {run_dir}: {exc.strerror or exc}"

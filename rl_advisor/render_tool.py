@@ -53,7 +53,8 @@ class TranslationResult(BaseModel):
         return "\n".join(lines)
 
 
-def write_artifacts(rendered: RenderedConfig, output_dir: str, *, private: bool = False) -> list[str]:
+def write_artifacts(rendered: RenderedConfig, output_dir: str, *, private: bool = False,
+                    field: str = "output_dir") -> list[str]:
     """Write every artifact under ``output_dir`` (created); launch scripts are made executable.
 
     The folder is opened once (``safe_paths.open_output_dir``: confined to the allowed roots
@@ -66,14 +67,15 @@ def write_artifacts(rendered: RenderedConfig, output_dir: str, *, private: bool 
     from rl_advisor.safe_paths import open_output_dir
 
     written = []
-    with open_output_dir(output_dir, field="output_dir", mode=0o700 if private else None) as out:
+    with open_output_dir(output_dir, field=field, mode=0o700 if private else None) as out:
         for art in rendered.artifacts:
             shell = art.format == "shell"
             mode = (0o700 if shell else 0o600) if private else (0o755 if shell else 0o644)
             try:
                 written.append(str(out.write(art.name, scrub_text(art.content), mode)))
             except OSError as exc:
-                raise AdvisorError(f"cannot write {art.name}: {exc.strerror}", field="output_dir",
+                raise AdvisorError(f"cannot write {art.name}: {exc.strerror}"
+                                   f"{' (disk full)' if exc.errno == 28 else ''}", field=field,
                                    value=output_dir) from None
     return written
 
