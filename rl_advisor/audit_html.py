@@ -7,11 +7,11 @@ matplotlib wrote (it escapes its own text) is marked safe.
 
 from __future__ import annotations
 
-import io
 from functools import cache
 from pathlib import Path
 
 from advisor.data_audit import DataAudit, LengthStats
+from rl_advisor.report_html import inline_svg
 
 _SEV_COLOR = {"error": "#c0392b", "warning": "#d68910", "info": "#2874a6"}
 _STATUS_COLOR = {"problems": "#c0392b", "clean": "#1e8449", "no_data": "#7f8c8d"}
@@ -55,13 +55,10 @@ def _histogram_svg(series: list[LengthStats], title: str, tokens_exact: bool) ->
             ax.set_ylabel("rows", fontsize=8)
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
-            fig.tight_layout()
-            buf = io.StringIO()
-            fig.savefig(buf, format="svg")
-        finally:
+        except BaseException:
             plt.close(fig)
-    svg = buf.getvalue()
-    return svg[svg.index("<svg"):]
+            raise
+        return inline_svg(plt, fig)
 
 
 def render_audit_html(audit: DataAudit, title: str | None = None) -> str:

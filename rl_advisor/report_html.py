@@ -82,13 +82,23 @@ def _draw(plt, name: str, steps: list[int], values: list[float],
         ax.set_xlabel("step", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
+    except BaseException:
+        plt.close(fig)
+        raise
+    return inline_svg(plt, fig)
+
+
+def inline_svg(plt, fig) -> str:
+    """A drawn figure as an SVG string for inlining in HTML (no XML prolog), the figure closed.
+    Shared by the diagnosis and the data-audit reports."""
+    try:
         fig.tight_layout()
         buf = io.StringIO()
         fig.savefig(buf, format="svg")
     finally:
         plt.close(fig)
     svg = buf.getvalue()
-    return svg[svg.index("<svg"):]  # drop the XML prolog: the SVG is inlined in HTML
+    return svg[svg.index("<svg"):]
 
 
 def render_html(diag: Diagnosis, title: str = "rl-advisor diagnosis") -> str:
