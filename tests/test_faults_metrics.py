@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -85,7 +86,9 @@ def test_diagnose_run_keeps_every_complete_point(session: Any, name: str) -> Non
     assert reward_steps(diag) == list(range(1, survivors + 1))
 
 
+# seeds 1, 5, 30 and 219 once read 'OOM' and 'BAD=' out of random bytes (CI, session 3)
 @pytest.mark.parametrize("content", [b"", b"\x00" * 4096, os.urandom(65536),
+                                     *(random.Random(seed).randbytes(65536) for seed in (1, 5, 30, 219)),
                                      "reward 0.5 kl 0.1".encode("utf-16")])
 def test_unreadable_files_get_a_clear_answer(session: Any, content: bytes) -> None:
     Path("metrics.jsonl").write_bytes(content)

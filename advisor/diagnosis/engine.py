@@ -45,6 +45,18 @@ def _is_record(text: str) -> bool:
     return _RECORD_TEXT.search(text) is not None
 
 
+_NOT_TEXT = re.compile("[\ufffd\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
+
+
+def _looks_binary(text: str) -> bool:
+    """More than 1 in 20 characters undecodable or control characters (tab, CR, form feed and the
+    ANSI escape are text): random or compressed bytes, where words such as 'OOM' turn up by chance."""
+    if len(text) < 8:
+        return False
+    bad = len(_NOT_TEXT.findall(text))
+    return bad > 1 and bad * 20 > len(text)
+
+
 _WHOLE_FILE_FORMATS = frozenset({"csv", "table"})
 _TQDM_BYTES = re.compile(rb"(\d+)/(\d+) \[[\d:]+<")
 
@@ -201,7 +213,8 @@ class DiagnosisSession:
     def _handle(self, line_no: int, text: str, kinds: int, *, full: bool) -> None:
         if kinds & METRIC and self._read_metrics and self.reader is not None:
             self._file_store.extend(self.reader.feed_line(line_no, text))
-        if kinds & (SIGNAL | MARKER) and not isinstance(self.reader, TrainerStateReader):
+        if kinds & (SIGNAL | MARKER) and not isinstance(self.reader, TrainerStateReader) \
+                and not _looks_binary(text):  # random bytes spell 'OOM' by chance: no evidence there
             stripped = text.lstrip()
             self.scanner.feed_line(line_no, text, prose_ok=full or stripped[:1] in ("#", ">"))
 
