@@ -90,7 +90,7 @@ def test_bombs_through_the_mcp_server_answer_a_labelled_error_fast(tool: str, ar
 
     with start_blocking_portal() as portal:
         result, elapsed = portal.call(go)
-    assert result.is_error and elapsed < 1.0, elapsed
+    assert result.is_error and elapsed < 5.0, elapsed  # bounded (the bomb once took 48 s); slack for a loaded CI host
     payload = json.loads(result.content[0].text)
     assert payload["problems"][0]["field"] == "text"
     assert "expand" in payload["problems"][0]["message"]
