@@ -6,10 +6,13 @@ expected category and the ground truth taken from the thread, plus the excerpt f
 ``../shared`` is beside the repository, the curated development cases of
 ``../shared/cases/diagnosis`` (always development: the rules were written against them).
 
-The split is by source thread and fixed by a hash, not chosen: a case is in the validation part
-when the first byte of sha1(source URL) is odd (``case_split``). All cases of one thread land in the
-same part, and nobody can move a case after seeing a result. Rules and thresholds are tuned on the
-development part only; the validation part is reported beside it.
+The split is by batch, not chosen per case: every case.yaml carries ``batch`` (the collection round
+it came in) and the validation part is the newest held-out batch (``VALIDATION_BATCH``), collected
+blind by someone who had not seen the rules' results; every older batch is development
+(``case_split``). Batch 1 was first split by a hash of the source URL, but its validation misses
+were read while the rules were improved, so it is all development now (tests/cases/diagnosis/
+README.md). Rules and thresholds are tuned on the development part only; the validation part is
+reported beside it.
 
 A case passes when (the same test as tests/test_diagnosis_cases.py):
   * crash logs (input_kind ``log``): the expected category is the FIRST finding;
@@ -26,7 +29,6 @@ Each case runs through the CLI, ``rl-advisor diagnose FILE... --json`` (in-proce
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
 import subprocess
@@ -44,9 +46,13 @@ SHARED = REPO.parent / "shared" / "cases" / "diagnosis"  # or --shared DIR (a wo
 HEALTHY = {"healthy", "healthy_false_alarm"}
 
 
-def case_split(source_url: str) -> str:
-    """``validation`` or ``development``, fixed by the source thread's URL."""
-    return "validation" if hashlib.sha1(source_url.encode()).digest()[0] % 2 else "development"
+VALIDATION_BATCH = 2
+"""The held-out batch: cases collected after the rules of batch 1 were frozen, never tuned on."""
+
+
+def case_split(batch: int) -> str:
+    """``validation`` for the held-out batch, ``development`` for every batch before it."""
+    return "validation" if batch >= VALIDATION_BATCH else "development"
 
 
 def load_cases(shared: Path | None = SHARED) -> list[dict]:
@@ -56,7 +62,7 @@ def load_cases(shared: Path | None = SHARED) -> list[dict]:
         c = yaml.safe_load(meta.read_text(encoding="utf-8"))
         c["folder"] = meta.parent
         c["paths"] = [meta.parent / f for f in c["files"]]
-        c["split"] = case_split(c["source"])
+        c["split"] = case_split(int(c["batch"]))
         c["origin"] = "tests/cases"
         out.append(c)
     if shared is not None and (shared / "index.yaml").is_file():

@@ -388,6 +388,15 @@ PROSE_TABLE = [
     ("# DPO loss remains 0.6931 from the first step", "no_learning_signal_config"),
     ("# the model suddenly outputs !!!!!!!!!!!! and grad_norm is nan", "grad_norm_nan"),
     ("# entropy stays around 0.3, reward rises steadily, clip ratio 2%, KL about 0.01", None),
+    # wording classes (not the cases' own sentences)
+    ("# looks like a bug in the response_length/mean metric when use_dynamic_bsz is on", "metric_artifact_check_first"),
+    ("# the reported entropy is wrong for packed sequences", "metric_artifact_check_first"),
+    ("# pg_clipfrac is incorrectly logged as 0 on every rank but rank 0", "metric_artifact_check_first"),
+    ("# after step 200 the kl loss gets very high and the reward drops", "kl_explosion"),
+    ("# inf shows up in the loss at step 12", "grad_norm_nan"),
+    ("# Failed to sync the weights to the rollout engines after the upgrade", "vllm_weight_sync_failure"),
+    ("# the answers are wrong on 30% of prompts; reward 0.7 and rising", None),
+    ("# the KL is a bit high at the start but settles at 0.02", None),
 ]
 
 
@@ -419,6 +428,11 @@ def test_description_calling_it_normal_is_not_an_alarm() -> None:
     diag = diagnose_text("# KL spikes in the first steps are expected with a fresh reference\n")
     assert [(f.category, f.severity) for f in diag.findings] == [("kl_explosion", "info")]
     assert diag.status == "healthy"
+
+
+def test_normal_in_another_clause_does_not_soften_the_finding() -> None:
+    diag = diagnose_text("# after 40 steps NaN shows up in grad_norm, while the other losses are normal\n")
+    assert [(f.category, f.severity) for f in diag.findings] == [("grad_norm_nan", "error")]
 
 
 def test_on_policy_clipping_means_logprob_mismatch() -> None:

@@ -46,6 +46,18 @@ def test_markdown_table() -> None:
     assert ent.steps == list(range(1, 9))
 
 
+def test_per_metric_summary_table() -> None:
+    """A table of one metric per row (a run's summary pasted into an issue): one point per metric."""
+    text = ("| metric | last value | note |\n|---|---|---|\n"
+            "| `response_length/clip_ratio` | **0.93** | most steps |\n"
+            "| response_length/mean | 1021 | |\n| critic/score/mean | 0.41 | |\n")
+    d = diagnose_text(text)
+    assert d.points_read == 3 and d.formats == {"table": 3}
+    assert _cats(d)[:1] == ["response_truncation"] and d.findings[0].confidence < 0.9  # one point: less sure
+    healthy = diagnose_text(text.replace("**0.93**", "0.01"))
+    assert not [f for f in healthy.findings if f.severity == "error"]
+
+
 def test_whitespace_table_transcribed_from_a_screenshot() -> None:
     pts = parse_text("step  reward  kl\n1  0.10  0.001\n2  0.12  0.002\n3  0.15  0.002\n")
     assert [(p.step, p.values["reward_mean"]) for p in pts] == [(1, 0.10), (2, 0.12), (3, 0.15)]
@@ -155,11 +167,24 @@ def test_task_reward_falls_while_format_reward_rises() -> None:
     ("UserWarning: The average ratio of batch (14.93) exceeds threshold 10.00. Skipping batch.", "kl_explosion"),
     ("All reward functions returned None for the following kwargs:", "reward_function_misconfig"),
     ("AssertionError: ppo_mini_batch_size 0 should be larger than 0 after normalization", "batch_size_misconfig"),
+    ("ValueError: Prompt length (9000) exceeds the model's maximum context length (8192).",
+     "sequence_length_exceeds_model"),
+    ("ValueError: Input sequence exceeds model's max position embeddings (32768)", "sequence_length_exceeds_model"),
 ])
 def test_framework_warning_strings(line: str, category: str) -> None:
     d = diagnose_text(line + "\n")
     assert _cats(d)[:1] == [category]
     assert d.findings[0].evidence[0].lines[0].line == 1
+
+
+def test_traceback_cut_inside_vllm_input_validation_is_named_with_less_confidence() -> None:
+    text = ("(Runner pid=1) ERROR   File \"/x/vllm/v1/engine/processor.py\", line 300, in process_inputs\n"
+            "(Runner pid=1) ERROR     self._validate_model_inputs(processed_inputs, lora_request)\n")
+    d = diagnose_text(text)
+    assert _cats(d)[:1] == ["sequence_length_exceeds_model"] and d.findings[0].confidence == 0.6
+    full = diagnose_text(text + "(Runner pid=1) ERROR ValueError: The decoder prompt (length 5000) is longer than "
+                                "the maximum model length of 4096.\n")
+    assert _cats(full)[:1] == ["sequence_length_exceeds_model"] and full.findings[0].confidence == 0.9
 
 
 # ----------------------------------------------------------------------------- long logs

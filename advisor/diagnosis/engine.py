@@ -317,7 +317,8 @@ class DiagnosisSession:
         if hit.benign_prose and hit.category not in ("healthy", "healthy_false_alarm"):
             severity = "info"  # the description itself calls it expected
             cause = f"Described as expected/normal in the input; verify with the metrics. {cause}"
-        confidence = 0.9 if hit.log_lines else 0.3 if severity == "info" else 0.5
+        # a signature that reads an indirect sign (a frame, not the message) sets its own, lower value
+        confidence = float(row.get("confidence", 0.9)) if hit.log_lines else 0.3 if severity == "info" else 0.5
         return Finding(category=hit.category, title=tax[hit.category]["title"], severity=severity,
                        rule=hit.id, summary=summary, evidence=evidence, likely_cause=cause,
                        fixes=make_fixes(row.get("fixes"), framework, self.plan), source=row.get("source", ""),

@@ -54,9 +54,11 @@ class SigHit:
         """Only descriptions that call it expected/normal ("KL spikes early are normal")."""
         return not self.log_lines and self.count > 0 and self.alarming_prose == 0
 
-    def add(self, line_no: int, text: str, prose: bool, groups: dict[str, str] | None = None) -> None:
+    def add(self, line_no: int, text: str, prose: bool, groups: dict[str, str] | None = None,
+            at: int | None = None) -> None:
+        """``at``: where the pattern matched; only the clause holding it can call it expected."""
         self.count += 1
-        if prose and not _BENIGN.search(text):
+        if prose and not _BENIGN.search(_clause(text, at) if at is not None else text):
             self.alarming_prose += 1
         target = self.prose_lines if prose else self.log_lines
         if len(target) < MAX_LINES_KEPT:
@@ -78,6 +80,22 @@ class SigHit:
 
 _BENIGN = re.compile(r"(?i)\b(?:expected|is normal|are normal|normal behaviou?r|by design|harmless|benign|"
                      r"not a (?:problem|failure|bug)|nothing to worry|intended)\b")
+
+_CLAUSE_BREAK = re.compile(r"[;.!?]\s|\b(?:but|while|whereas|although|though|however)\b", re.IGNORECASE)
+
+
+def _clause(text: str, at: int) -> str:
+    """The clause of ``text`` around offset ``at`` ("NaN appears in grad_norm, but other loss is
+    normal": the 'normal' belongs to the other loss, not to the NaN)."""
+    start, end = 0, len(text)
+    for m in _CLAUSE_BREAK.finditer(text):
+        if m.end() <= at:
+            start = m.end()
+        elif m.start() > at:
+            end = m.start()
+            break
+    return text[start:end]
+
 
 _FRAMEWORK_HINTS = (
     ("verl", ("verl.", "/verl/", "verl ", "main_ppo", "taskrunner", "workerdict", "actor_rollout_ref")),
@@ -218,7 +236,7 @@ class SignatureScanner:
                     hit = self._hits.get(sig.id)
                     if hit is None:
                         hit = self._hits[sig.id] = SigHit(sig.id, sig.category, sig.severity, sig.row)
-                    hit.add(line_no, t, prose, m.groupdict())
+                    hit.add(line_no, t, prose, m.groupdict(), at=m.start())
                     if not prose and sig.id in self._upgrades:
                         self._start_upgrade(line_no, t, self._upgrades[sig.id])
                     break

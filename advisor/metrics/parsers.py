@@ -143,6 +143,7 @@ class LogReader:
         self.total_steps: int | None = None
         self._buf = ""
         self._ordinal = 0
+        self._summary_line: int | None = None  # the line of the last per-metric summary-table row
         self._tqdm_step: int | None = None
         self._pending: str | None = None  # a veRL step line that may continue on the next line
         self._pending_line = 0
@@ -425,6 +426,8 @@ class LogReader:
             cells = [c.strip() for c in t.split(sep)]
         if len(cells) < 2:
             return
+        if sep in ("|", "\t") and self._summary_row(cells, out):
+            return
         nums = [parse_number(c) if c else None for c in cells]
         head = self._table
         if head is not None and self._table_sep == sep and len(cells) == len(head) \
@@ -441,6 +444,27 @@ class LogReader:
                 all(len(c) < 160 for c in cells) and (sep != " " or _WS_HEADER.match(t)):
             self._table = [_column_name(c) for c in cells]
             self._table_sep = sep
+
+    def _summary_row(self, cells: list[str], out: list[MetricPoint]) -> bool:
+        """A row of a per-metric summary table (``| `completions/clipped_ratio` | **1** | 39/40 |``): a
+        metric key in the first cell and its value in the second, Markdown emphasis and code marks
+        stripped. The rows of one table are one record (one step), so a single summary is read as
+        one point per metric."""
+        key = cells[0].strip("*`_ ")
+        if not key or " " in key or normalize_key(key) is None:
+            return False
+        num = parse_number(cells[1].strip("*`_ "))
+        if num is None:
+            return False
+        if self._summary_line is None or self.line_no - self._summary_line > 1:
+            self._ordinal += 1  # a new table: a new record
+        self._summary_line = self.line_no
+        point = make_point({key: num}, step=self._ordinal, line=self.line_no, source="table",
+                           total_steps=self.total_steps)
+        if point.values:
+            self.points_read += 1
+            out.append(point)
+        return True
 
     def _kv_line(self, t: str, out: list[MetricPoint]) -> bool:
         """``key: value`` runs on one line (``reward: 0   reward_std: 0   loss: 0``, ``a=1, b=2``,
