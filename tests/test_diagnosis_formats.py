@@ -231,10 +231,51 @@ def test_long_log_finds_what_a_short_one_would(monkeypatch: pytest.MonkeyPatch) 
     assert d.points_read < 12_000 / 2
 
 
+def _context_log() -> str:
+    """3,000 lines: an OOM at line 2,700 whose phase frame is 60 lines before it, and an NCCL
+    timeout at line 2,900 with a weight-sync frame 30 lines after it (past the prose zone)."""
+    lines = [f"(WorkerDict pid=9) INFO vllm_engine.py:212] Avg prompt throughput: {i % 97}.0 tokens/s"
+             for i in range(1, 3001)]
+    lines[2640 - 1] = '(WorkerDict pid=7)   File "/verl/workers/fsdp_workers.py", line 900, in compute_ref_log_prob'
+    lines[2700 - 1] = "(WorkerDict pid=7) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.1 GiB."
+    lines[2900 - 1] = "(WorkerDict pid=7) [rank0]: Watchdog caught collective operation timeout: WorkNCCL(OpType=BROADCAST)"
+    lines[2930 - 1] = '(WorkerDict pid=7)   File "/verl/workers/sharding_manager.py", line 120, in sync_model_weights'
+    return "\n".join(lines) + "\n"
+
+
+# chunk edges: between the OOM's frame and the OOM (the window reads the previous chunk's tail),
+# between the timeout and the frame after it (the window continues into the next chunk), elsewhere
+@pytest.mark.parametrize("edge_line", [2670, 2915, 2600, 2705, 2990])
+def test_context_markers_across_chunk_edges(monkeypatch: pytest.MonkeyPatch, edge_line: int) -> None:
+    """Markers are read only near error lines; the result must not depend on where chunks end,
+    and must equal reading every line in full."""
+    text = _context_log()
+    edge = 0
+    for _ in range(edge_line):
+        edge = text.index("\n", edge) + 1
+    edge += 7  # mid-line
+
+    def summary(d) -> list:
+        return [(f.category, sorted({ln.line for e in f.evidence for ln in e.lines})) for f in d.findings]
+
+    session = DiagnosisSession()
+    session.feed(text[:edge])
+    session.feed(text[edge:])
+    chunked = summary(session.finish())
+    monkeypatch.setattr("advisor.diagnosis.engine.prose_scan_lines", lambda: 1 << 40)
+    full = summary(diagnose_text(text))
+    assert chunked == full
+    cats = [c for c, _ in full]
+    assert "oom_ref_logprob" in cats and "vllm_weight_sync_failure" in cats
+    assert 2640 in dict(full)["oom_ref_logprob"]
+
+
 def test_python_fallback_picks_the_same_lines(monkeypatch: pytest.MonkeyPatch) -> None:
     data = _long_log(3_000, nan_at=2_500, oom_at=2_800).encode()
     data += b"# a description: the reward stays at 0\n| step | reward |\n\tnot a table\n{'loss': 0.1}\n"
     fast = prefilter.line_ends(data)
+    fast_markers = prefilter.marker_ends(data, 0, len(data))
+    assert fast_markers  # the frame line of the OOM
     prefilter.engine.cache_clear()
     real_import = builtins.__import__
 
@@ -247,6 +288,7 @@ def test_python_fallback_picks_the_same_lines(monkeypatch: pytest.MonkeyPatch) -
     try:
         assert prefilter.engine().kind == "python"
         assert prefilter.line_ends(data) == fast
+        assert prefilter.marker_ends(data, 0, len(data)) == fast_markers
     finally:
         monkeypatch.undo()
         prefilter.engine.cache_clear()

@@ -18,7 +18,8 @@ from typing import Iterable
 
 from advisor.diagnosis.model import SEVERITY_RANK, Check, Diagnosis, Evidence, Finding, Fix, LogLine
 from advisor.diagnosis.rules import CHECKS, RuleContext
-from advisor.diagnosis.prefilter import MARKER, METRIC, NONFINITE, RECORD, SIGNAL, line_ends, prose_scan_lines
+from advisor.diagnosis.prefilter import (MARKER, METRIC, NONFINITE, RECORD, SIGNAL, context_lines, line_ends,
+                                         marker_ends, prose_scan_lines)
 from advisor.diagnosis.signatures import SigHit, SignatureScanner
 from advisor.diagnosis.tables import make_fixes, rules, taxonomy
 from advisor.metrics import MetricPoint, SeriesStore, detect_format, make_reader
@@ -83,6 +84,10 @@ class DiagnosisSession:
         self._skipped = 0
         self._finished = False
         self._read_metrics = True
+        self._context = context_lines()  # (before, after): lines around an error line read for markers
+        self._ahead = 0  # lines at the start of the next chunk still inside an error line's context
+        self._tail: tuple[bytes, int] | None = None  # (last lines of the previous chunk, first line number)
+        self._tail_covered = 0  # offset up to which the last chunk's windows read markers
 
     # ------------------------------------------------------------------ input
 
@@ -112,6 +117,7 @@ class DiagnosisSession:
         self._file_store = SeriesStore()
         self.reader = None
         self._file_line = 0
+        self._ahead, self._tail = 0, None
         self._text_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def feed(self, chunk: str) -> None:
@@ -140,12 +146,14 @@ class DiagnosisSession:
                 self._file_store.extend(self.reader.feed(self._text_decoder.decode(data[:cut])))
             self.line_no += data.count(b"\n", 0, cut)
             return
-        data = self._bbuf + chunk if self._bbuf else chunk
+        # one copy of the chunk, behind a newline: every line then starts after a newline, so the
+        # pre-filter reads the chunk in place (prefilter.line_ends)
+        data = b"".join((b"\n", self._bbuf, chunk))
         cut = data.rfind(b"\n") + 1
         self._bbuf = data[cut:cut + MAX_LINE_CHARS] if cut < len(data) else b""
-        if not cut:
+        if cut <= 1:
             return
-        pos = 0
+        pos = 1
         while pos < cut and self._file_line < self._full_lines:  # the prose zone: every line
             end = data.find(b"\n", pos)
             self.line_no += 1
@@ -153,18 +161,19 @@ class DiagnosisSession:
             self._handle(self.line_no, data[pos:end].decode("utf-8", "replace"), METRIC | SIGNAL | MARKER, full=True)
             pos = end + 1
         if pos < cut:
-            self._feed_filtered(data[pos:cut] if pos or cut < len(data) else data)
+            self._feed_filtered(data, pos, cut)
 
-    def _feed_filtered(self, body: bytes) -> None:
-        """The lines of ``body`` (ending in a newline) past the prose zone. Most lines are never
-        looked at; a metric record that sampling skips costs a few integer operations."""
+    def _feed_filtered(self, body: bytes, lo: int, hi: int) -> None:
+        """The lines of ``body[lo:hi]`` (ending in a newline) past the prose zone, read in place.
+        Most lines are never looked at; a metric record that sampling skips costs a few integer
+        operations."""
         count, find, rfind, startswith = body.count, body.find, body.rfind, body.startswith
         n = self.line_no  # the line number of the last line handled
-        done = 0  # offset of the first byte not yet counted
+        done = lo  # offset of the first byte not yet counted
         reader = self.reader
         metrics = self._read_metrics and isinstance(reader, LogReader)
         records, k, skipped = self._records, self._stride, self._skipped
-        for end, kinds in line_ends(body):
+        for end, kinds in self._context_lines(body, lo, hi, line_ends(body, lo, hi)):
             if end < done:
                 continue  # already consumed as a continuation line
             if kinds & RECORD and not kinds & (SIGNAL | METRIC):
@@ -191,15 +200,90 @@ class DiagnosisSession:
                 else:
                     self._handle(n, text, kinds | (METRIC if kinds & RECORD else 0), full=False)
             done = end + 1
-            while metrics and reader.wants_next_line and done < len(body):
+            while metrics and reader.wants_next_line and done < hi:
                 nxt = find(b"\n", done)  # a wrapped step line continues on the next line
                 n += 1
                 self._handle(n, body[done:nxt].decode("utf-8", "replace"), METRIC | SIGNAL, full=False)
                 done = nxt + 1
-        n += count(b"\n", done)
+        n += count(b"\n", done, hi)
         self._records, self._stride, self._skipped = records, k, skipped
         self._file_line += n - self.line_no
         self.line_no = n
+        self._keep_tail(body, lo, hi)
+
+    def _context_lines(self, body: bytes, lo: int, hi: int, ends: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """``ends`` plus the marker lines within ``context_lines()`` of each SIGNAL line (the frames
+        that name an OOM's phase, weight-sync frames next to a timeout). Windows are line-aligned
+        and merged, so no line is read twice; a window that starts before ``lo`` reads the kept
+        tail of the previous chunk, one that ends past ``hi`` continues into the next chunk."""
+        before, after = self._context
+        rfind, find = body.rfind, body.find
+        windows: list[list[int]] = []
+        if self._ahead:
+            e, j = lo, 0
+            while j < self._ahead and e < hi:
+                e = find(b"\n", e, hi) + 1
+                j += 1
+            windows.append([lo, e])
+            self._ahead = 0
+        wants_tail = False
+        for end, kinds in ends:
+            if not kinds & SIGNAL:
+                continue
+            if windows and windows[-1][1] > end:
+                continue  # inside the last window already
+            s = rfind(b"\n", 0, end) + 1
+            floor = max(lo, windows[-1][1]) if windows else lo
+            k = 0
+            while k < before and s > floor:
+                s = rfind(b"\n", 0, s - 1) + 1
+                k += 1
+            if s <= lo and k < before:
+                wants_tail = True
+            e, j = end + 1, 0
+            while j < after and e < hi:
+                e = find(b"\n", e, hi) + 1
+                j += 1
+            self._ahead = after - j if e >= hi else 0
+            if windows and s <= windows[-1][1]:
+                windows[-1][1] = max(windows[-1][1], e)
+            else:
+                windows.append([s, e])
+        if wants_tail and self._tail is not None:
+            self._feed_tail_markers()
+        self._tail_covered = windows[-1][1] if windows else lo
+        if not windows:
+            return ends
+        merged = dict(ends)
+        for s, e in windows:
+            for nl in marker_ends(body, s, e):
+                merged[nl] = merged.get(nl, 0) | MARKER
+        return sorted(merged.items())
+
+    def _keep_tail(self, body: bytes, lo: int, hi: int) -> None:
+        """Keep the last ``before`` lines of this chunk (what the windows have not read yet) for
+        an error line early in the next chunk."""
+        before = self._context[0]
+        t, k = hi, 0
+        floor = max(lo, self._tail_covered, hi - 262144)
+        while k < before and t > floor:
+            t = body.rfind(b"\n", 0, t - 1) + 1
+            k += 1
+        t = max(t, floor)
+        lines = body.count(b"\n", t, hi)
+        self._tail = (body[t:hi], self.line_no - lines + 1) if lines else None
+
+    def _feed_tail_markers(self) -> None:
+        """The marker lines of the previous chunk's tail, to the scanner (before this chunk's)."""
+        assert self._tail is not None
+        tail, first = self._tail
+        self._tail = None
+        n, pos = first - 1, 0
+        for nl in marker_ends(tail, 0, len(tail)):
+            n += tail.count(b"\n", pos, nl) + 1
+            start = tail.rfind(b"\n", 0, nl) + 1
+            self._handle(n, tail[start:nl].decode("utf-8", "replace"), MARKER, full=False)
+            pos = nl + 1
 
     def _progress_before(self, body: bytes, lo: int, hi: int) -> None:
         """TRL takes its step from the tqdm counter printed before each dict line; the bar lines

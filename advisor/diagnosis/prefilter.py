@@ -7,7 +7,11 @@ kind of line:
 
 * ``SIGNAL``: a trigger of a log signature or an OOM trigger, or a line starting with ``#``/``>``
   (a description or a quote);
-* ``MARKER``: an OOM phase or context marker (frame names; they also occur inside metric keys);
+* ``MARKER``: an OOM phase or context marker (frame names; they also occur inside metric keys).
+  Markers matter only as context of an error line (the frames before an OOM, weight-sync frames
+  next to an NCCL timeout), so they are not part of the scan of every line: a second, small scan
+  reads only the lines around each ``SIGNAL`` line (``context_lines()`` before and after it,
+  ``marker_ends``). Every line pays for the triggers; only lines near an error pay for the markers;
 * ``RECORD``: a one-line metric record (veRL ``step:N``, OpenRLHF ``Global step``, dict/JSON lines);
 * ``METRIC``: other metric layouts (NeMo-RL ``•`` items, tqdm postfixes, tab/pipe tables, veRL's
   one-metric-per-line block);
@@ -87,6 +91,14 @@ def marker_words() -> tuple[str, ...]:
     return tuple(sorted(w for w in words if w))
 
 
+def context_lines() -> tuple[int, int]:
+    """(before, after): how many lines around an error line can hold its context markers — the
+    OOM look-back and the widest context-upgrade window of the signature table."""
+    windows = [int(row["context_upgrade"].get("window", 40)) for row in signatures() if row.get("context_upgrade")]
+    before = max([int(oom_table().get("lookback_lines", 80))] + windows)
+    return before, max(windows or [0])
+
+
 def prose_scan_lines() -> int:
     return int(load_table("diagnosis_signatures.yaml").get("prose_scan_lines", 2000))
 
@@ -110,54 +122,39 @@ class _Engine:
             (METRIC, [re.escape(p) for p in _METRIC_ANCHORS]),
             (NONFINITE, [re.escape(p) for p in _NONFINITE_VALUES]),
             (RECORD, [re.escape(p) for p in _RECORD_ANCHORS]),
-            (MARKER, [_literal(w) for w in marker_words()]),
         ]
+        self.marker_groups = [(MARKER, [_literal(w) for w in marker_words()])]
         self.kind = "python"
-        self._hs = None
+        self._hs = self._hs_markers = None
         try:
             import hyperscan  # optional: vectorised scan
 
-            exprs = [b"(?:" + b"|".join(words) + b")[^\n]*\n" for _, words in self.groups]
-            key = hashlib.sha256(b"\0".join(exprs) + str(hyperscan.__version__).encode()).hexdigest()[:24]
-            db = None
-            if _db_cache is not None:
-                try:
-                    blob = _db_cache[0](key)
-                    db = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK) if blob else None
-                    if db is not None:
-                        db.scratch = hyperscan.Scratch(db)  # a loaded database has none
-                except Exception:  # a stale or foreign file: compile afresh
-                    db = None
-            if db is None:
-                db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-                db.compile(expressions=exprs, ids=[kind for kind, _ in self.groups], elements=len(exprs),
-                           flags=[hyperscan.HS_FLAG_CASELESS] * len(exprs))
-                if _db_cache is not None:
-                    try:
-                        _db_cache[1](key, hyperscan.dumpb(db))
-                    except Exception:  # a read-only cache: keep going without it
-                        pass
-            self._hs = db
+            self._hs = _hs_database(hyperscan, self.groups)
+            self._hs_markers = _hs_database(hyperscan, self.marker_groups)
             self.kind = "hyperscan"
         except Exception:  # not installed or not buildable here: the same test, line by line
+            self._hs = self._hs_markers = None
             self._res = [(kind, re.compile(b"|".join(words).replace(b"\\\n", b"^")).search)
                          for kind, words in self.groups]
+            self._res_markers = [(kind, re.compile(b"|".join(words)).search) for kind, words in self.marker_groups]
 
-    def scan(self, data: bytes) -> dict[int, int]:
+    def scan(self, data: bytes | memoryview, markers: bool = False) -> dict[int, int]:
         """{end: kinds} of every matching line of ``data`` (which starts with a newline and ends
-        with one); ``end`` is the offset just past the line's newline."""
+        with one); ``end`` is the offset just past the line's newline. ``markers``: scan for the
+        context markers instead of the line kinds."""
         hits: dict[int, int] = {}
-        if self._hs is not None:
+        db = self._hs_markers if markers else self._hs
+        if db is not None:
             get = hits.get
 
             def on_match(kind: int, start: int, end: int, flags: int, ctx: object) -> None:
                 hits[end] = get(end, 0) | kind
 
-            self._hs.scan(data, match_event_handler=on_match)
+            db.scan(data, match_event_handler=on_match)
             return hits
         pos = 1
-        res = self._res
-        for line in data[1:].split(b"\n")[:-1]:
+        res = self._res_markers if markers else self._res
+        for line in bytes(data[1:]).split(b"\n")[:-1]:
             pos += len(line) + 1
             low = line.lower()
             kinds = 0
@@ -169,17 +166,61 @@ class _Engine:
         return hits
 
 
+def _hs_database(hyperscan, groups: list[tuple[int, list[bytes]]]):  # noqa: ANN001, ANN202
+    """One compiled Hyperscan database of ``groups`` (one expression per kind), from the cache
+    when a caller set one (``set_db_cache``)."""
+    exprs = [b"(?:" + b"|".join(words) + b")[^\n]*\n" for _, words in groups]
+    key = hashlib.sha256(b"\0".join(exprs) + str(hyperscan.__version__).encode()).hexdigest()[:24]
+    db = None
+    if _db_cache is not None:
+        try:
+            blob = _db_cache[0](key)
+            db = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK) if blob else None
+            if db is not None:
+                db.scratch = hyperscan.Scratch(db)  # a loaded database has none
+        except Exception:  # a stale or foreign file: compile afresh
+            db = None
+    if db is None:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(expressions=exprs, ids=[kind for kind, _ in groups], elements=len(exprs),
+                   flags=[hyperscan.HS_FLAG_CASELESS] * len(exprs))
+        if _db_cache is not None:
+            try:
+                _db_cache[1](key, hyperscan.dumpb(db))
+            except Exception:  # a read-only cache: keep going without it
+                pass
+    return db
+
+
 @lru_cache(maxsize=1)
 def engine() -> _Engine:
     return _Engine()
 
 
-def line_ends(data: bytes) -> list[tuple[int, int]]:
-    """(end, kinds) of the lines of ``data`` (which ends with a newline) that can matter, in
-    order: ``end`` is the offset of the line's newline; ``kinds`` a METRIC|SIGNAL|NONFINITE set.
-    The line starts after the previous newline (``data.rfind(b"\\n", 0, end) + 1``)."""
-    hits = engine().scan(b"\n" + data)  # the newline lets "at a line start" match line 1
-    return sorted((end - 2, kinds) for end, kinds in hits.items() if end >= 2 and kinds != NONFINITE)
+def line_ends(data: bytes, lo: int = 0, hi: int | None = None) -> list[tuple[int, int]]:
+    """(end, kinds) of the lines of ``data[lo:hi]`` (which starts at a line start and ends with a
+    newline) that can matter, in order: ``end`` is the offset in ``data`` of the line's newline;
+    ``kinds`` a METRIC|SIGNAL|NONFINITE set. The line starts after the previous newline
+    (``data.rfind(b"\\n", 0, end) + 1``). With ``lo > 0`` the byte before ``lo`` is that newline and
+    the scan reads the range in place (no copy of the chunk)."""
+    hi = len(data) if hi is None else hi
+    if lo > 0:
+        base = lo - 1  # the newline before the range lets "at a line start" match its first line
+        hits = engine().scan(memoryview(data)[base:hi])
+    else:
+        base = -1
+        hits = engine().scan(b"\n" + data[:hi])
+    return sorted((base + end - 1, kinds) for end, kinds in hits.items() if end >= 2 and kinds != NONFINITE)
+
+
+def marker_ends(data: bytes, lo: int, hi: int) -> list[int]:
+    """Offsets of the newlines ending the lines of ``data[lo:hi]`` that hold a context marker
+    (``lo`` is a line start with a newline before it, or 0)."""
+    if lo > 0:
+        base, hits = lo - 1, engine().scan(memoryview(data)[lo - 1:hi], markers=True)
+    else:
+        base, hits = -1, engine().scan(b"\n" + data[:hi], markers=True)
+    return sorted(base + end - 1 for end in hits if end >= 2)
 
 
 def interesting_lines(data: bytes) -> Iterator[tuple[int, int, int]]:
@@ -189,5 +230,5 @@ def interesting_lines(data: bytes) -> Iterator[tuple[int, int, int]]:
         yield rfind(b"\n", 0, end) + 1, end, kinds
 
 
-__all__ = ["MARKER", "METRIC", "NONFINITE", "RECORD", "SIGNAL", "marker_words", "engine", "set_db_cache", "interesting_lines", "line_ends", "prose_scan_lines",
-           "signal_words"]
+__all__ = ["MARKER", "METRIC", "NONFINITE", "RECORD", "SIGNAL", "context_lines", "engine", "interesting_lines",
+           "line_ends", "marker_ends", "marker_words", "prose_scan_lines", "set_db_cache", "signal_words"]

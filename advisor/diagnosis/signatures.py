@@ -24,7 +24,7 @@ class _Sig:
     category: str
     severity: str
     triggers: tuple[str, ...]
-    patterns: list[re.Pattern[str]]
+    sources: tuple[str, ...]  # the regexes, compiled on the first line that holds a trigger (start-up time)
     requires: list[re.Pattern[str]]
     suppresses: tuple[str, ...]
     kind: str
@@ -32,6 +32,13 @@ class _Sig:
     before: re.Pattern[str] | None = None
     after: re.Pattern[str] | None = None
     prose: bool = False  # scope: prose (descriptions), see diagnosis_signatures.yaml
+    _compiled: list[re.Pattern[str]] | None = None
+
+    @property
+    def patterns(self) -> list[re.Pattern[str]]:
+        if self._compiled is None:
+            self._compiled = [re.compile(p) for p in self.sources]
+        return self._compiled
 
 
 @dataclass
@@ -138,7 +145,7 @@ class SignatureScanner:
         for row in signatures():
             sig = _Sig(id=row["id"], category=row["category"], severity=row["severity"],
                        triggers=tuple(t.lower() for t in row.get("triggers", [])),
-                       patterns=[re.compile(p) for p in row.get("patterns", [])],
+                       sources=tuple(row.get("patterns", [])),
                        requires=[re.compile(p) for p in row.get("requires_file", [])],
                        suppresses=tuple(row.get("suppresses", [])), kind=row.get("kind", "match"), row=row,
                        prose=row.get("scope") == "prose")
