@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from operator import itemgetter
 from typing import Iterable
 
 from advisor.diagnosis.model import SEVERITY_RANK, Check, Diagnosis, Evidence, Finding, Fix, LogLine
@@ -173,6 +174,7 @@ class DiagnosisSession:
         reader = self.reader
         metrics = self._read_metrics and isinstance(reader, LogReader)
         records, k, skipped = self._records, self._stride, self._skipped
+        next_k = SAMPLE_AFTER * k if k > 1 else SAMPLE_AFTER + 1  # where the stride doubles next
         for end, kinds in self._context_lines(body, lo, hi, line_ends(body, lo, hi)):
             if end < done:
                 continue  # already consumed as a continuation line
@@ -182,7 +184,9 @@ class DiagnosisSession:
                     continue
                 records += 1
                 if records > SAMPLE_AFTER and not kinds & NONFINITE:
-                    k = max(k, 1 << (records // SAMPLE_AFTER).bit_length())
+                    if records >= next_k:
+                        k = 1 << (records // SAMPLE_AFTER).bit_length()
+                        next_k = SAMPLE_AFTER * k
                     if records % k:
                         skipped += 1
                         continue
@@ -227,9 +231,9 @@ class DiagnosisSession:
             windows.append([lo, e])
             self._ahead = 0
         wants_tail = False
-        for end, kinds in ends:
-            if not kinds & SIGNAL:
-                continue
+        # most chunks hold no error line: test that in C before a Python loop over the lines
+        signals = [end for end, kinds in ends if kinds & SIGNAL] if any(map(SIGNAL.__and__, map(itemgetter(1), ends))) else []
+        for end in signals:
             if windows and windows[-1][1] > end:
                 continue  # inside the last window already
             s = rfind(b"\n", 0, end) + 1

@@ -29,6 +29,8 @@ from __future__ import annotations
 import hashlib
 import re
 from functools import lru_cache
+from itertools import islice
+from operator import ge
 from typing import Callable, Iterator
 
 from advisor.diagnosis.tables import load_table, oom_table, signatures
@@ -138,19 +140,25 @@ class _Engine:
                          for kind, words in self.groups]
             self._res_markers = [(kind, re.compile(b"|".join(words)).search) for kind, words in self.marker_groups]
 
-    def scan(self, data: bytes | memoryview, markers: bool = False) -> dict[int, int]:
-        """{end: kinds} of every matching line of ``data`` (which starts with a newline and ends
-        with one); ``end`` is the offset just past the line's newline. ``markers``: scan for the
-        context markers instead of the line kinds."""
+    def scan(self, data: bytes | memoryview, markers: bool = False, base: int = -1) -> dict[int, int]:
+        """{offset: kinds} of every matching line of ``data`` (which starts with a newline and ends
+        with one), in increasing order; ``offset`` is where the line's newline is, counted from
+        ``base + 1`` (so ``base`` is the offset of ``data``'s first byte in the caller's buffer).
+        ``markers``: scan for the context markers instead of the line kinds."""
         hits: dict[int, int] = {}
         db = self._hs_markers if markers else self._hs
+        shift = base - 1
         if db is not None:
             get = hits.get
 
             def on_match(kind: int, start: int, end: int, flags: int, ctx: object) -> None:
-                hits[end] = get(end, 0) | kind
+                at = end + shift
+                hits[at] = get(at, 0) | kind
 
             db.scan(data, match_event_handler=on_match)
+            keys = list(hits)
+            if any(map(ge, keys, islice(keys, 1, None))):  # Hyperscan reports by end offset; if not, sort
+                hits = dict(sorted(hits.items()))
             return hits
         pos = 1
         res = self._res_markers if markers else self._res
@@ -162,7 +170,7 @@ class _Engine:
                 if search(low):
                     kinds |= kind
             if kinds:
-                hits[pos] = kinds
+                hits[pos + shift] = kinds
         return hits
 
 
@@ -204,23 +212,21 @@ def line_ends(data: bytes, lo: int = 0, hi: int | None = None) -> list[tuple[int
     (``data.rfind(b"\\n", 0, end) + 1``). With ``lo > 0`` the byte before ``lo`` is that newline and
     the scan reads the range in place (no copy of the chunk)."""
     hi = len(data) if hi is None else hi
-    if lo > 0:
-        base = lo - 1  # the newline before the range lets "at a line start" match its first line
-        hits = engine().scan(memoryview(data)[base:hi])
+    if lo > 0:  # the newline before the range lets "at a line start" match its first line
+        hits = engine().scan(memoryview(data)[lo - 1:hi], base=lo - 1)
     else:
-        base = -1
-        hits = engine().scan(b"\n" + data[:hi])
-    return sorted((base + end - 1, kinds) for end, kinds in hits.items() if end >= 2 and kinds != NONFINITE)
+        hits = engine().scan(b"\n" + data[:hi], base=-1)
+    if NONFINITE in hits.values():  # a NaN on a line of no other kind: nothing reads it
+        return [(end, kinds) for end, kinds in hits.items() if kinds != NONFINITE]
+    return list(hits.items())
 
 
 def marker_ends(data: bytes, lo: int, hi: int) -> list[int]:
     """Offsets of the newlines ending the lines of ``data[lo:hi]`` that hold a context marker
     (``lo`` is a line start with a newline before it, or 0)."""
     if lo > 0:
-        base, hits = lo - 1, engine().scan(memoryview(data)[lo - 1:hi], markers=True)
-    else:
-        base, hits = -1, engine().scan(b"\n" + data[:hi], markers=True)
-    return sorted(base + end - 1 for end in hits if end >= 2)
+        return list(engine().scan(memoryview(data)[lo - 1:hi], markers=True, base=lo - 1))
+    return list(engine().scan(b"\n" + data[:hi], markers=True, base=-1))
 
 
 def interesting_lines(data: bytes) -> Iterator[tuple[int, int, int]]:

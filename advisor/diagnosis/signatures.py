@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from advisor.diagnosis.tables import oom_table, signatures
@@ -134,7 +135,12 @@ def _trie_pattern(words: list[str]) -> str:
 
 def _literal_re(words: set[str]) -> re.Pattern[str]:
     """One regex matching any of ``words`` (a fast pre-filter: most log lines match none)."""
-    return re.compile(_trie_pattern(sorted(words)))
+    return _compiled_trie(frozenset(words))
+
+
+@lru_cache(maxsize=16)
+def _compiled_trie(words: frozenset[str]) -> re.Pattern[str]:
+    return re.compile(_trie_pattern(sorted(words)))  # built once per process, not once per session
 
 
 class SignatureScanner:

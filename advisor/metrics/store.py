@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from advisor.metrics.model import MetricPoint, MetricSeries
 
+_isfinite = math.isfinite
+
 DEFAULT_CAPACITY = 1024
 
 
@@ -49,16 +51,14 @@ class Series:
 
     def add(self, step: int, value: float, line: int | None) -> None:
         self.count += 1
-        self.last_step, self.last_line = step, line
-        if not math.isfinite(value):
+        self.last_step, self.last_line, self.last_value = step, line, value
+        if not _isfinite(value):
             self.nonfinite += 1
             if self.first_nonfinite_step is None:
                 self.first_nonfinite_step, self.first_nonfinite_line = step, line
-            self.last_value = value
             return
         if self.first_value is None:
             self.first_value, self.first_step = value, step
-        self.last_value = value
         if self.width == 1:  # one value per bucket: append directly (the common case of short runs)
             self.step.append(step)
             self.line.append(line or 0)
@@ -68,15 +68,18 @@ class Series:
             if len(self.mean) >= self.capacity:
                 self._halve()
             return
-        if self._acc_n == 0:
+        n = self._acc_n
+        if n == 0:  # a new bucket
             self._acc_step, self._acc_line = step, line or 0
-        self._acc_n += 1
-        self._acc_sum += value
-        if value > self._acc_max:
-            self._acc_max = value
-        if value < self._acc_min:
-            self._acc_min = value
-        if self._acc_n >= self.width:
+            self._acc_sum = self._acc_max = self._acc_min = value
+        else:
+            self._acc_sum += value
+            if value > self._acc_max:
+                self._acc_max = value
+            elif value < self._acc_min:
+                self._acc_min = value
+        self._acc_n = n = n + 1
+        if n >= self.width:
             self._close_bucket()
 
     def _close_bucket(self) -> None:
