@@ -20,7 +20,24 @@ $(VENV)/.installed: pyproject.toml scripts/setup-system.sh
 	$(PIP) install --no-deps verl==0.9.1 openrlhf==0.11.2
 	touch $@
 
-setup: $(VENV)/.installed
+# veRL's own environment (like its own image on a cluster): veRL 0.9.1 pins transformers<5.11,
+# TRL 1.16 runs a newer one, so veRL jobs run with this interpreter (backends/job_python.py:
+# <venv>-verl beside the project's venv). The CPU torch wheel first, then verl with its base
+# dependencies (no CUDA wheels, no vLLM), the Ray of the project's venv (driver and head must
+# match), and the pieces of veRL's `verl-core` extra that its v1 TaskRunner imports on the way to
+# its first GPU need (TransferQueue, pyzmq, msgspec, cachetools, fastapi, uvicorn).
+VERL_VENV ?= $(VENV)-verl
+VERL_PIP := $(VERL_VENV)/bin/python -m pip --disable-pip-version-check -q
+
+$(VERL_VENV)/.installed: $(VENV)/.installed
+	test -x $(VERL_VENV)/bin/python || python3 -m venv $(VERL_VENV)
+	$(VERL_PIP) install --upgrade pip
+	$(VERL_PIP) install torch==2.13.0
+	$(VERL_PIP) install verl==0.9.1 "ray[default]==$$($(PY) -c 'import ray; print(ray.__version__)')" \
+		"TransferQueue>=0.1.10" pyzmq msgspec cachetools fastapi uvicorn
+	touch $@
+
+setup: $(VENV)/.installed $(VERL_VENV)/.installed
 
 demo: setup
 	$(VENV)/bin/rl-advisor demo
@@ -40,4 +57,4 @@ examples: setup
 	$(PY) scripts/regenerate_skill_folder.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) $(VERL_VENV) .pytest_cache

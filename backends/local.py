@@ -78,12 +78,14 @@ class LocalBackend:
         Path(spec.working_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
         log_path = run_dir / CONSOLE_LOG
         env = {**os.environ, **spec.env, "PYTHONUNBUFFERED": "1"}
-        # The run uses this interpreter and its environment's tools (trl, accelerate, ...).
-        bindir = str(Path(sys.executable).parent)
+        # The run uses this interpreter (or its framework's own, backends.job_python) and that
+        # environment's tools (trl, accelerate, ...).
+        python = spec.python or sys.executable
+        bindir = str(Path(python).parent)
         env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
         argv = list(spec.entrypoint)
         if argv[0] in ("python", "python3"):
-            argv[0] = sys.executable
+            argv[0] = python
         cmd = [sys.executable, str(RUNNER), "--status-dir", str(run_dir), "--", *argv]
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         with open(log_fd, "ab", buffering=0) as log:

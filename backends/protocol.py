@@ -70,6 +70,8 @@ class LaunchSpec(BaseModel):
     working_dir: str = Field(..., description="Where the entrypoint runs (artifacts are written here).")
     entrypoint: list[str] = Field(..., min_length=1, description="argv of the entrypoint.")
     env: dict[str, str] = Field(default_factory=dict)
+    python: str | None = Field(None, description="The interpreter of the framework's own environment "
+                               "(backends.job_python); None: the launching process's Python.")
     resources: Resources = Field(default_factory=Resources)
     metrics_files: list[str] = Field(default_factory=list,
                                      description="Files the run writes metrics to (followed incrementally).")

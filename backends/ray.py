@@ -206,9 +206,12 @@ class RayBackend:
         command = spec.shell_command()
         if self.shared_fs:
             # Same machine: the job runs the tools of this Python environment (trl, accelerate),
-            # whatever PATH the Ray head was started with.
+            # or of its framework's own (backends.job_python), whatever PATH the Ray head was
+            # started with. (The framework's adapter hands that interpreter to the Ray workers
+            # the framework starts itself: a job-level py_executable would clash with the
+            # runtime_env veRL passes to its own ray.init.)
             if "PATH" not in runtime_env["env_vars"]:
-                bindir = str(Path(sys.executable).parent)
+                bindir = str(Path(spec.python or sys.executable).parent)
                 runtime_env["env_vars"]["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
             entrypoint = f"cd {shlex.quote(spec.working_dir)} && {command}"
         else:

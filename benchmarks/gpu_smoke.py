@@ -85,7 +85,13 @@ def installed(framework: str) -> bool:
 
 
 def run_one(framework: str, ws: dict[str, Path], gpu: str, address: str, timeout_s: float) -> bool:
+    import os
+
+    from backends.job_python import env_var
     from rl_advisor import launch_tools
+
+    # the job runs in the Python whose GPU stack installed() checked, not a CPU .venv-<framework>
+    os.environ.setdefault(env_var(framework), sys.executable)
     from rl_advisor.diagnose_tool import diagnose_run
 
     p = plan(framework, ws, gpu)

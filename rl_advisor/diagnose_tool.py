@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from pydantic import BaseModel, Field
 
@@ -139,15 +139,44 @@ def diagnose_run_record(run_id: str, plan: Plan | None = None,
                     session.feed_bytes(chunk)
                 session.end_file()
                 notes.append(f"lines {first}-{session.line_no}: {m}")
+    read_log = False
     for name, log in sorted(record.log_paths.items()):
         lp = Path(log)
         if lp.is_file() and lp not in metric_paths:
             _feed_file(session, lp, read_metrics=not metric_paths, notes=notes)
+            read_log = True
+    if not read_log and record.backend != "local":
+        _feed_backend_log(session, record, read_metrics=not metric_paths, notes=notes)
     result = session.finish()
     result.notes.append(f"run {run_id}: state {getattr(record.state, 'value', record.state)}"
                         + (f" ({record.message})" if record.message else ""))
     result.notes.extend(notes)
     return result
+
+
+BACKEND_LOG_LINES = 200_000
+"""How much of a job's log a Ray or Kubernetes backend is asked for (the last lines)."""
+
+
+def _feed_backend_log(session: DiagnosisSession, record: Any, *, read_metrics: bool,
+                      notes: list[str]) -> None:
+    """A Ray or Kubernetes run keeps its console on the cluster (no console.log here): read the
+    job's log through its backend, as run_logs does."""
+    from backends import get_backend
+    from backends.protocol import BackendError
+
+    try:
+        text = get_backend(record.backend, record.options).logs(record, tail=BACKEND_LOG_LINES)
+    except (BackendError, AdvisorError) as exc:
+        notes.append(f"the {record.backend} job's log could not be read: {exc}")
+        return
+    if not text:
+        return
+    first = session.line_no + 1
+    session.next_file(read_metrics=read_metrics)
+    session.feed(text if text.endswith("\n") else text + "\n")
+    session.end_file()
+    notes.append(f"lines {first}-{session.line_no}: the {record.backend} job's log")
 
 
 def diagnose_inline(metrics: Iterable[InlineMetricPoint], log_text: str | None = None,

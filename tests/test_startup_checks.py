@@ -195,3 +195,47 @@ def test_a_run_that_stops_at_its_first_cuda_need_is_diagnosed_as_needing_a_gpu(l
     result = diagnose_text(text, framework="verl")
     assert result.findings and result.findings[0].category == "needs_gpu"
     assert "Needs a GPU" in result.findings[0].title
+
+
+def test_hydras_override_echo_is_not_a_batch_size_error():
+    """Every failed veRL launch ends with Hydra's one-line list of the overrides, where batch-size keys
+    stand side by side; the stop it reports (here the CPU launch's NCCL stop) is the finding."""
+    from advisor.diagnosis.engine import diagnose_text
+
+    text = "\n".join([
+        "[validate_config] All configuration checks passed successfully!",
+        "ray init kwargs: {'num_cpus': None, 'runtime_env': {'env_vars': {'TOKENIZERS_PARALLELISM': 'true'}}}",
+        "Error executing job with overrides: ['algorithm.adv_estimator=grpo', 'data.train_batch_size=8', "
+        "'actor_rollout_ref.actor.ppo_mini_batch_size=8', 'actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4']",
+        "Traceback (most recent call last):",
+        "(WorkerDict pid=6719)   File \"torch/distributed/distributed_c10d.py\", line 2181, in _new_process_group_helper",
+        "RuntimeError: Distributed package doesn't have NCCL built in",
+    ])
+    result = diagnose_text(text, framework="verl")
+    assert [f.category for f in result.findings] == ["needs_gpu"], result.findings
+    # the same batch-size words in an error line still fire
+    bad = diagnose_text("AssertionError: ppo_mini_batch_size 8 must be divisible by ppo_micro_batch_size 3",
+                        framework="verl")
+    assert bad.findings and bad.findings[0].category == "batch_size_misconfig"
+
+
+@pytest.mark.parametrize("mode,threshold", [("split", "1"), ("one_step_off", "2"), ("fully_async", None)])
+def test_a_separate_rollout_pool_bounds_staleness_by_the_plans_mode(mode, threshold):
+    """veRL 0.9.1 serves a standalone rollout pool only with its separate_async trainer (the v1 sync
+    trainer is colocated only): a split (lock-step) plan renders it with the tightest staleness bound,
+    1; one-step-off 2; fully-async keeps veRL's default (8). veRL's own constructors accept each."""
+    import copy
+
+    from advisor.plan import Framework, Method, Plan
+    from tests.test_render_matrix import VARIANTS, _merge, plan_for
+
+    data = plan_for(Method.GRPO, Framework.VERL).model_dump(mode="json", exclude_none=True)
+    _merge(data, copy.deepcopy(VARIANTS["split-pools"]))
+    data["placement"]["mode"] = mode
+    art = next(a for a in render_config(Plan.model_validate(data)).artifacts if a.name == "run_verl.sh")
+    assert "trainer.v1.trainer_mode=separate_async" in art.content
+    key = "trainer.v1.sampler.max_off_policy_threshold="
+    assert (key + threshold in art.content) if threshold else (key not in art.content)
+    res = validate_artifact(art)
+    assert res.ok, res.errors
+    assert any("max_off_policy_threshold > 0 -> passed" in c for c in res.checks), res.checks

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from advisor.diagnosis.tables import oom_table, signatures
+from advisor.diagnosis.tables import load_table, oom_table, signatures
 
 MAX_LINES_KEPT = 5
 MAX_LINE_CHARS = 2000
@@ -165,6 +165,7 @@ class SignatureScanner:
         self._prose_oom = [re.compile(p) for p in oom["prose_patterns"]]
         self._host_words = re.compile(oom["host_words"])
         self._prose_exclude = re.compile(oom["prose_exclude"])
+        self._config_echo = re.compile(load_table("diagnosis_signatures.yaml").get("config_echo") or r"(?!)")
         self._phases: list[tuple[str, tuple[str, ...]]] = [
             (ph["category"], tuple(m.lower() for m in ph["markers"])) for ph in oom["phases"]]
         triggers = {tr for sig in self._sigs for tr in sig.triggers} | set(self._gpu_triggers) | {"oom", "out of memory"}
@@ -220,6 +221,9 @@ class SignatureScanner:
             self._vote(low)
         if not prose and (t[0] == "{" or ("step:" in t and " - " in t) or "Global step" in t):
             return  # metric records are read by the metric rules
+        if not prose and self._config_echo.match(t):
+            self._ring.append((line_no, t[:300], ()))
+            return  # the run's settings echoed (Hydra's override list), not an error
         if self._pending_upgrades:
             self._check_upgrades(line_no, t, low)
         if not self._any_interest.search(low):  # the common case: a line nothing cares about

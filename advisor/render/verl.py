@@ -224,6 +224,9 @@ one trajectory may span (veRL 0.9.1 ``ReplayBufferAsync`` drops a sample when
 ``global_steps - prompt_step + 1 > threshold``), so 2 = at most one step stale. veRL's default, 8,
 is what a fully-async plan gets."""
 
+LOCK_STEP_SPAN = 1
+"""The same threshold for a split (lock-step) plan: a trajectory spans one weight version."""
+
 
 def _separate_async(plan: Plan, d: Derived, notes: list[str]) -> list[tuple[str, Any]]:
     """veRL 0.9.1 ``PPOTrainerSeparateAsync.__init__`` (verl/trainer/ppo/v1/trainer_separate_async.py)
@@ -246,7 +249,18 @@ def _separate_async(plan: Plan, d: Derived, notes: list[str]) -> list[tuple[str,
 
 def _staleness(plan: Plan, notes: list[str]) -> list[tuple[str, Any]]:
     """veRL's v1 async trainers are bounded-staleness async with partial rollouts, not one-step-off:
-    a trajectory may span up to ``trainer.v1.sampler.max_off_policy_threshold`` weight versions."""
+    a trajectory may span up to ``trainer.v1.sampler.max_off_policy_threshold`` weight versions.
+
+    A split plan (the rollout on its own pool, in lock-step) has no lock-step trainer in veRL 0.9.1:
+    its ``sync`` trainer is colocated only (verl/trainer/ppo/v1/trainer_sync.py), and only
+    ``separate_async`` serves rollouts from a standalone pool. So split renders separate_async with
+    the tightest bound, 1: only samples of prompts issued at the current step are trained, older
+    ones are dropped (``ReplayBufferAsync`` drops when ``global_steps - prompt_step + 1 > 1``)."""
+    if resolve(plan).mode == "split":
+        notes.append(f"split: veRL 0.9.1 has no lock-step trainer for a separate rollout pool; rendered "
+                     f"separate_async with trainer.v1.sampler.max_off_policy_threshold={LOCK_STEP_SPAN} "
+                     "(samples of earlier steps' prompts are dropped, none is trained stale)")
+        return [("trainer.v1.sampler.max_off_policy_threshold", LOCK_STEP_SPAN)]
     if resolve(plan).mode == "one_step_off":
         notes.append(f"one-step-off: trainer.v1.sampler.max_off_policy_threshold={ONE_STEP_OFF_SPAN} (a "
                      "trajectory spans at most two weight versions; older samples are dropped)")

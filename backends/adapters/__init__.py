@@ -171,11 +171,27 @@ def base_spec(rendered: Any, plan: Any, *, run_id: str, run_dir: Path, backend: 
         kinds = [d.get("kind") for d in docs if d.get("kind") in WORKLOAD_KINDS]
         planned = {"name": k8s_name(run_id), "kind": kinds[0] if kinds else "Job"}
     full_env = {**plan.env, **(env or {})}
+    from backends.job_python import framework_python
+
+    python = framework_python(str(plan.framework.value)) if _on_this_machine(backend, options) else None
     return LaunchSpec(run_id=run_id, name=plan.name, framework=str(plan.framework.value),
                       run_dir=str(run_dir), working_dir=str(work), entrypoint=argv, env=full_env,
+                      python=python,
                       resources=resources, metrics_files=metrics_files,
                       metrics_format=metrics_format, log_format=log_format,
                       options={**options, "planned_ids": planned})
+
+
+def _on_this_machine(backend: str, options: dict[str, Any]) -> bool:
+    """Whether the job runs on this machine's file system (local, or a Ray head on loopback),
+    where this machine's framework environments exist (backends.job_python)."""
+    if backend == "local":
+        return True
+    if backend != "ray":
+        return False
+    from backends.ray import RayBackend
+
+    return RayBackend(options.get("address")).shared_fs
 
 
 def metric_sources(plan: Any, framework: Any, run_dir: Path) -> tuple[list[str], str | None]:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import shlex
 
+PASS_THROUGH = "$@"
+"""The script's own arguments (bash's ``\"$@\"``), appended by some launch scripts."""
+
 
 def join_continuations(content: str) -> str:
     """Remove backslash-newline pairs outside single quotes and comments, as bash does.
@@ -57,8 +60,10 @@ def join_continuations(content: str) -> str:
 
 
 def script_words(content: str) -> list[str]:
-    """All words of the script, as bash would split them (continuations joined, comments removed)."""
-    return shlex.split(join_continuations(content), comments=True, posix=True)
+    """All words of the script, as bash would split them (continuations joined, comments removed)
+    when it runs without arguments (a ``"$@"`` that passes them through expands to nothing)."""
+    return [w for w in shlex.split(join_continuations(content), comments=True, posix=True)
+            if w != PASS_THROUGH]
 
 
 def argv_after(content: str, marker: list[str]) -> list[str]:
