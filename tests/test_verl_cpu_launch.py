@@ -146,3 +146,38 @@ def test_verl_launch_on_ray_runs_to_its_first_cuda_need(workspace) -> None:
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == pytest.approx(2 / 3)
+
+
+# --------------------------------------------------------------------------- fast: which Python a job runs
+
+
+def test_a_frameworks_own_python_goes_to_the_job_and_to_verls_workers(monkeypatch, tmp_path) -> None:
+    """$RL_ADVISOR_VERL_PYTHON (or .venv-verl beside the venv) reaches a local or loopback-Ray launch
+    as the veRL override its workers read; a remote head's image provides veRL (nothing appended)."""
+    import sys
+
+    from advisor.plan import Framework, plan_from_yaml
+    from rl_advisor.launch_tools import launch_run
+    from tests.conftest import example_plan_path
+
+    plan = plan_from_yaml(example_plan_path().read_text())
+    assert plan.framework == Framework.VERL
+    monkeypatch.setenv(env_var("verl"), sys.executable)
+    key = "ray_kwargs.ray_init.runtime_env.py_executable="
+    local = launch_run(plan, backend="ray", address="http://127.0.0.1:1")  # dry run: nothing contacted
+    assert local.entrypoint == f"bash run_verl.sh {key}{sys.executable}"
+    remote = launch_run(plan, backend="ray", address="http://10.1.2.3:8265")
+    assert remote.entrypoint == "bash run_verl.sh"
+    trl = launch_run(plan.model_copy(update={"framework": Framework.TRL}), backend="local")
+    assert key not in trl.entrypoint
+
+
+def test_a_bad_framework_python_is_a_clear_error(monkeypatch, tmp_path) -> None:
+    from advisor.errors import AdvisorError
+
+    monkeypatch.setenv(env_var("verl"), str(tmp_path / "nope" / "python"))
+    with pytest.raises(AdvisorError) as err:
+        framework_python("verl")
+    assert err.value.problems[0].field == "RL_ADVISOR_VERL_PYTHON" and "make setup" in str(err.value)
+    monkeypatch.delenv(env_var("verl"))
+    assert sibling_venv("verl", "/repo/.venv") == Path("/repo/.venv-verl")
