@@ -11,10 +11,11 @@ at its interpreter:
 * ``None``: the job runs with this process's Python (TRL, and any framework without its own).
 
 The local and Ray backends put that interpreter's ``bin`` first on the job's ``PATH`` (so the
-rendered ``python3 -m ...`` runs it); the Ray backend also sets it as the job's runtime
-environment ``py_executable``, so the Ray workers the framework starts (veRL's TaskRunner and
-workers) run with the same environment. Only for a head on this machine: a remote cluster's own
-image provides the framework.
+rendered ``python3 -m ...`` runs it); the framework's adapter hands it to the Ray workers the
+framework starts itself (veRL: its own ``ray_kwargs.ray_init.runtime_env.py_executable`` key,
+backends/adapters/verl.py), so its TaskRunner and workers run in the same environment. Only for a
+job on this machine (local, or a Ray head on loopback): a remote cluster's own image provides the
+framework.
 """
 
 from __future__ import annotations
