@@ -33,7 +33,7 @@ $(VERL_VENV)/.installed: $(VENV)/.installed
 	test -x $(VERL_VENV)/bin/python || python3 -m venv $(VERL_VENV)
 	$(VERL_PIP) install --upgrade pip
 	$(VERL_PIP) install torch==2.13.0
-	$(VERL_PIP) install verl==0.9.1 "ray[default]==$$($(PY) -c 'import ray; print(ray.__version__)')" \
+	$(VERL_PIP) install torch==2.13.0 verl==0.9.1 "ray[default]==$$($(PY) -c 'import ray; print(ray.__version__)')" \
 		"TransferQueue>=0.1.10" pyzmq msgspec cachetools fastapi uvicorn
 	touch $@
 
