@@ -169,6 +169,43 @@ def test_async_overlaps_generation_with_training() -> None:
     assert "max(" in off.critical_path
 
 
+def _phase_s(st: Any, name: str) -> float:
+    return sum(ph.seconds for ph in st.phases if ph.phase == name)
+
+
+def test_moe_training_pays_the_expert_parallel_all_to_all() -> None:
+    """Same MoE model, same GPUs: spreading the experts over more ranks (EP 8 across nodes)
+    adds the token dispatch/combine bytes on the NIC; a dense model has no such term."""
+    def moe(ep: int, nodes: int = 2, gbps: int = 400) -> Plan:
+        return make(hardware=Hardware(gpu="H100", gpus_per_node=8, nodes=nodes, inter_node_gbps=gbps),
+                    policy=RoleModel(model="Qwen3-30B-A3B", parallel=Parallelism(ep=ep)), memory=MEGATRON,
+                    rollout=Rollout(tp=4), data=DataSpec(train_batch_size=64, mini_batch_size=16, max_prompt_length=512,
+                                                         max_response_length=2048))
+    up = lambda st: _phase_s(st, "actor_update")  # noqa: E731
+    inside, across = predict_step(moe(8, gbps=3200)), predict_step(moe(16, gbps=3200))
+    assert up(inside) < up(across)  # the EP group leaves the node: NIC instead of NVLink
+    assert up(predict_step(moe(16, gbps=400))) > 1.5 * up(across)  # a slower NIC, a slower all-to-all
+    # EP also shrinks what a rank all-reduces: 1/8 of the experts' gradients instead of all of them
+    assert up(inside) < up(predict_step(moe(1, gbps=3200)))
+
+
+def test_deepspeed_offload_pays_host_adam_and_frozen_weight_loads() -> None:
+    """DeepSpeed's CPU Adam is bound by host DRAM (per node, per optimizer step); a frozen model
+    kept on the host crosses PCIe before its forward pass."""
+    def ds(offload: bool) -> Plan:
+        return make(method="ppo", framework="openrlhf", algorithm=Algorithm(group_size=1, kl_coef=0.01),
+                    reference=RoleModel(model="Qwen2.5-7B", param_offload=offload),
+                    critic=RoleModel(model="Qwen2.5-7B"), reward=RoleModel(model="Qwen2.5-7B"),
+                    memory=MemoryKnobs(train_backend="deepspeed", zero_stage=3, optimizer_offload=offload),
+                    placement=Placement(mode="colocated", pools=pools(("all", 1, 8, ["policy", "reference", "critic",
+                                                                                     "reward", "rollout"]))))
+    on, off = predict_step(ds(True)), predict_step(ds(False))
+    host = [ph for ph in on.phases if ph.phase == "offload_transfer"]
+    assert any(ph.bound == "host_memory" for ph in host) and any("reference weights" in ph.detail for ph in host)
+    assert not any(ph.phase == "offload_transfer" for ph in off.phases)
+    assert on.step_s > off.step_s
+
+
 def _sync(st: Any) -> Any:
     return next(ph for ph in st.phases if ph.phase == "weight_sync")
 

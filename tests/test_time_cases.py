@@ -62,3 +62,50 @@ def test_every_factor_has_a_published_range_and_stays_inside_it() -> None:
         assert name in ranges and row.get("range_source"), name
         lo, hi = ranges[name]
         assert lo <= default_factors()[name] <= hi, (name, default_factors()[name], ranges[name])
+
+
+def _extra_models() -> dict:
+    from pathlib import Path
+
+    import yaml
+
+    path = Path(__file__).resolve().parent / "cases" / "placement" / "models.yaml"
+    return yaml.safe_load(path.read_text())["models"]
+
+
+def test_dschat_rows_take_the_largest_batch_the_memory_model_fits() -> None:
+    """DeepSpeed-Chat benchmarks "the largest training batch that does not OOM" (at most 1024
+    pairs), and that per-device batch also generates: the adapter derives it from budget_memory,
+    so a bigger GPU gets a bigger batch and fewer steps per epoch; a layout the memory model says
+    cannot run at all is listed with the reason instead of scored on a made-up batch."""
+    doc = {"cases": [{"id": "dschat", "use_for": ["time_model"],
+                      "settings": {"prompt_tokens": 256, "generated_tokens": 256, "queries": 131900},
+                      "outcome": {"rows": [{"gpus": "1x A100 40G", "OPT-1.3B": "15.4 hrs"},
+                                           {"gpus": "1x A100 80G", "OPT-1.3B": "11.7 hrs"},
+                                           {"gpus": "64x A100 80G", "OPT-1.3B": "31 minutes"},
+                                           {"gpus": "8x A100 80G", "OPT-66B": "2.1 days"}]}}]}
+    cases = time_cases(doc, _extra_models())
+    small, big, many, huge = cases
+    per_gpu = lambda c: c.plan.data.micro_batch_size_per_gpu  # noqa: E731
+    assert 1 <= per_gpu(small) < per_gpu(big)
+    assert per_gpu(many) == 1024 // 64  # the global cap, not memory, binds at 64 GPUs
+    for c in (small, big, many):
+        assert c.plan.rollout.max_num_seqs == per_gpu(c)
+        assert c.scale == 131900 / (per_gpu(c) * c.plan.hardware.total_gpus)
+    assert not huge.scored and "budget_memory" in huge.skip_reason
+
+
+def test_nemo_rows_read_the_recipe_settings() -> None:
+    """Generations per prompt and activation checkpointing come from each model's recipe."""
+    rows = [{"model": "DeepSeek-V3", "policy": True, "t_max_seq": 1536, "g_avg_seq": 745, "gpus": 256, "g_gbs": 512,
+             "t_gbs": 512, "gen_tp_pp": "[32,1]", "train_tp_cp_ep_pp": "[1,1,16,16]", "tok_s_gpu": 11, "step_s": 154},
+            {"model": "Qwen3-32B", "policy": True, "t_max_seq": 4096, "g_avg_seq": 3206, "gpus": 32, "g_gbs": 2048,
+             "t_gbs": 512, "gen_tp_pp": "[4,1]", "train_tp_cp_ep_pp": "[4,1,1,4]", "tok_s_gpu": 540, "step_s": 393}]
+    doc = {"cases": [{"id": "nemo", "use_for": ["time_model"], "hardware": {"gpu": "H100 (DGX-H100)"},
+                      "outcome": {"rows": rows}}]}
+    dsv3, q32 = time_cases(doc)
+    assert dsv3.plan.algorithm.group_size == 16 and dsv3.plan.data.train_batch_size == 32
+    assert dsv3.plan.memory.recompute == "full" and q32.plan.memory.recompute == "none"
+    assert dsv3.plan.policy.parallel.ep == 16
+    # the response may use the whole sequence budget left after the prompt
+    assert q32.plan.data.max_prompt_length + q32.plan.data.max_response_length == 4096

@@ -8,7 +8,9 @@ shape by its fields (not by case id), so hidden rows of the same shape are read 
 - ``mode`` + ``step_s`` rows (veRL one-step-off doc): colocated sync vs a generation/training split;
 - ``sync_s`` rows (veRL weight-sync ablation): the weight_sync phase alone;
 - ``model_size`` + ``openrlhf_s``/``dschat_s`` rows: PPO with actor, critic, reward, reference;
-- ``gpus: "Nx GPU"`` + ``OPT-*: duration`` rows (DeepSpeed-Chat step 3): epoch time.
+- ``gpus: "Nx GPU"`` + ``OPT-*: duration`` rows (DeepSpeed-Chat step 3): epoch time, with the
+  per-GPU batch the benchmark rule states ("the largest training batch that does not OOM", at
+  most 1024 pairs) taken from budget_memory, the one memory model.
 
 Every value that the source does not state is filled by a documented rule and listed in the
 row's ``inferred`` so the benchmark can show which predictions rest on assumptions.
@@ -134,6 +136,17 @@ def _pools_for(gen: int, train: int, train_roles: list[str]) -> list[Pool]:
 
 # --------------------------------------------------------------------------- NeMo-RL shape
 
+_NEMO_RECIPES = {
+    # model -> (generations per prompt, Megatron activation checkpointing), read in the performance
+    # recipes the table links (NVIDIA-NeMo/RL examples/configs/recipes/llm/performance/grpo-*.yaml;
+    # activation_checkpointing defaults to false in examples/configs/grpo_math_1B.yaml)
+    "Llama-3.1-8B-Instruct": (32, True),   # grpo-llama3.1-8b-instruct-2n8g.yaml
+    "Qwen3-32B": (32, False),              # grpo-qwen3-32b-4n8g.yaml (not set)
+    "Qwen3-30B-A3B": (32, False),          # grpo-qwen3-30ba3b-4n8g.yaml (not set)
+    "Qwen3-235B-A22B": (32, True),         # grpo-qwen3-235b-16n8g.yaml: 16 prompts x 32
+    "DeepSeek-V3": (16, True),             # grpo-deepseek-v3-32n8g.yaml: 32 prompts x 16
+}
+
 
 def _nemo_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCase]:
     out = []
@@ -147,11 +160,15 @@ def _nemo_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
                                 scored=False, skip_reason=f"precision {row['precision']} not modelled"))
             continue
         inferred = ["mean prompt length = published tokens/step / g_gbs - g_avg_seq",
-                    "max prompt 512 of t_max_seq (split of the total budget)",
-                    "64 prompts x 32 generations (the 8B recipe) for every row"]
+                    "max response = t_max_seq - mean prompt (the recipes set max_new_tokens = "
+                    "max_total_sequence_length; vLLM max_model_len caps prompt + response)",
+                    "generations per prompt and activation checkpointing from the model's performance "
+                    "recipe (cases._NEMO_RECIPES)"]
         gpus = int(row["gpus"])
         gbs = int(row["g_gbs"])
-        n = 32
+        n, recompute = _NEMO_RECIPES.get(row["model"], (32, True))
+        if row["model"] not in _NEMO_RECIPES:
+            inferred.append("no recipe read for this model: 32 generations per prompt, activation checkpointing on")
         prompts = gbs // n
         resp = float(row["g_avg_seq"])
         if row.get("tok_s_gpu"):
@@ -175,11 +192,12 @@ def _nemo_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
             split = _row_split(row)
             if split is None:
                 split = (gpus // 2, gpus - gpus // 2)
-                inferred.append("1-step-off split: half the GPUs generate, half train (not published)")
+                inferred.append("1-step-off split: half the GPUs generate, half train (the async performance "
+                                "recipes, e.g. async-grpo-llama3.1-8b-instruct-2n8g.yaml: 1T1G)")
             pools = _pools_for(split[0], split[1], ["policy", "reference"])
             placement = Placement(mode="fully_async", pools=pools)
             inferred.append("NeMo-RL async GRPO generates continuously into a replay buffer (age <= 1): streaming")
-            inferred.append("dedicated rollout GPUs: vLLM's default gpu_memory_utilization 0.9 (nothing else shares them)")
+            inferred.append("dedicated rollout GPUs: gpu_memory_utilization 0.8 (the async performance recipes)")
         else:
             placement = Placement(mode="colocated", pools=[Pool(name="all", nodes=nodes, gpus_per_node=min(8, gpus),
                                                                 roles=["policy", "reference", "rollout"])])
@@ -191,12 +209,12 @@ def _nemo_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
             policy=_role(row["model"], extra, parallel=Parallelism(tp=tp, pp=pp, cp=cp, ep=ep)),
             algorithm=Algorithm(group_size=n, kl_coef=0.01),
             data=DataSpec(train_batch_size=prompts, mini_batch_size=max(1, int(row.get("t_gbs", gbs)) // n),
-                          max_prompt_length=512, max_response_length=tmax - 512,
+                          max_prompt_length=prompt, max_response_length=tmax - prompt,
                           mean_prompt_length=prompt, mean_response_length=int(resp),
                           micro_batch_size_per_gpu=1),
             rollout=Rollout(tp=gen_tp, max_num_seqs=256), placement=placement,
-            memory=MemoryKnobs(train_backend="megatron", rollout_memory_fraction=0.9 if async_row else 0.6,
-                               recompute="full"))
+            memory=MemoryKnobs(train_backend="megatron", rollout_memory_fraction=0.8 if async_row else 0.6,
+                               recompute="full" if recompute else "none"))
         out.append(TimeCase(case=case["id"], row=label, plan=plan, metric="step_s", published=row["step_s"],
                             published_tok_s_gpu=row.get("tok_s_gpu"), inferred=inferred, expert=True))
     return out
@@ -314,12 +332,13 @@ _SIZE_MODEL = {"7B": "Llama-2-7B", "13B": "Llama-2-13B", "34B": "CodeLlama-34B",
 
 def _ppo_plan(name: str, model: str, gpu: str, gpus: int, *, framework: str, engine: str, pools: list[Pool],
               mode: str, rollout_tp: int, offload: bool, extra: dict[str, ModelSpec], prompt: int, resp_max: int,
-              resp_mean: int, batch: int, mini: int, micro: int = 4, critic: str | None = None, reward: str | None = None) -> Plan:
+              resp_mean: int, batch: int, mini: int, micro: int = 4, critic: str | None = None, reward: str | None = None,
+              frozen_offload: bool = False) -> Plan:
     return Plan(
         name=name, method="ppo", framework=framework,
         hardware=Hardware(gpu=gpu, gpus_per_node=min(8, gpus), nodes=max(1, gpus // 8), inter_node_gbps=1600),
-        policy=_role(model, extra), reference=_role(model, extra),
-        critic=_role(critic or model, extra), reward=_role(reward or model, extra),
+        policy=_role(model, extra), reference=_role(model, extra, param_offload=frozen_offload),
+        critic=_role(critic or model, extra), reward=_role(reward or model, extra, param_offload=frozen_offload),
         algorithm=Algorithm(group_size=1, kl_coef=0.01),
         data=DataSpec(train_batch_size=batch, mini_batch_size=mini, max_prompt_length=prompt, max_response_length=resp_max,
                       mean_prompt_length=prompt, mean_response_length=resp_mean, micro_batch_size_per_gpu=micro),
@@ -345,25 +364,34 @@ def _openrlhf_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Ti
                     "rollout_batch 1024 prompts, train_batch 128 (8 optimizer steps)",
                     f"vLLM TP{tp}: smallest TP with weights <= 40% of HBM", "Adam offload above 30B",
                     "micro train batch 1 (the period's example scripts)", "network 8 x 200 Gb/s per node (A100-class cluster)"]
-        # OpenRLHF: the 70B example script's split scaled to the GPU count (ref 1/8, reward 1/8, critic 1/4,
-        # actor 1/4, vLLM 1/4)
-        unit = gpus // 8
-        pools = [Pool(name="actor", nodes=max(1, 2 * unit // 8), gpus_per_node=min(8, 2 * unit), roles=["policy"]),
-                 Pool(name="critic", nodes=max(1, 2 * unit // 8), gpus_per_node=min(8, 2 * unit), roles=["critic"]),
-                 Pool(name="ref", nodes=max(1, unit // 8), gpus_per_node=min(8, unit), roles=["reference"]),
-                 Pool(name="reward", nodes=max(1, unit // 8), gpus_per_node=min(8, unit), roles=["reward"]),
-                 Pool(name="rollout", nodes=max(1, 2 * unit // 8), gpus_per_node=min(8, 2 * unit), roles=["rollout"])]
+        # OpenRLHF: the same README's tuning guide for this table ("for the 70B model with 32 A100, allocate 16+
+        # A100 to the vLLM engine, 8 to the actor and the last 8 to the critic, with --colocate_critic_reward,
+        # --colocate_actor_ref and --ref_reward_offload"), scaled to the row's GPU count: vLLM 1/2,
+        # actor+ref 1/4, critic+reward 1/4
+        quarter = gpus // 4
+
+        def pool(name: str, g: int, roles: list[str]) -> Pool:
+            return Pool(name=name, nodes=max(1, g // 8), gpus_per_node=min(8, g), roles=roles)
+
+        pools = [pool("actor", quarter, ["policy", "reference"]), pool("critic", quarter, ["critic", "reward"]),
+                 pool("rollout", gpus - 2 * quarter, ["rollout"])]
         p = _ppo_plan(f"openrlhf-{row['model_size'].lower()}", model, gpu, gpus, framework="openrlhf", engine="vllm",
-                      pools=pools, mode="split", rollout_tp=tp, **common)
+                      pools=pools, mode="split", rollout_tp=tp, frozen_offload=True, **common)
         out.append(TimeCase(case=case["id"], row=f"OpenRLHF {row['model_size']} {gpus} GPUs", plan=p, metric="step_s",
                             published=row["openrlhf_s"], expert=True,
-                            inferred=inferred + ["roles split as the 70B example: actor 1/4, critic 1/4, vLLM 1/4, ref 1/8, reward 1/8"]))
+                            inferred=inferred + ["roles split as the README's tuning guide for 70B on 32 GPUs, scaled: "
+                                                 "vLLM 1/2, actor+ref 1/4, critic+reward 1/4, ref/reward offloaded"]))
+        # "Optimized DSChat": the README states Adam offload and RM/Ref offload for every size
         pools = [Pool(name="all", nodes=max(1, gpus // 8), gpus_per_node=8,
                       roles=["policy", "reference", "critic", "reward", "rollout"])]
         p = _ppo_plan(f"dschat-{row['model_size'].lower()}", model, gpu, gpus, framework="openrlhf", engine="hf",
-                      pools=pools, mode="colocated", rollout_tp=tp, **common)
+                      pools=pools, mode="colocated", rollout_tp=tp, frozen_offload=True,
+                      **{**common, "offload": True})
         out.append(TimeCase(case=case["id"], row=f"DS-Chat {row['model_size']} {gpus} GPUs", plan=p, metric="step_s",
-                            published=row["dschat_s"], inferred=inferred + ["DS-Chat hybrid engine = colocated, static-batch generation"]))
+                            published=row["dschat_s"],
+                            inferred=[i for i in inferred if i != "Adam offload above 30B"]
+                            + ["DS-Chat hybrid engine = colocated, static-batch generation",
+                               "Adam offload and RM/Ref offload for every size (the README's 'Optimized DSChat')"]))
     return out
 
 
@@ -472,17 +500,56 @@ def _dschat_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Time
             tp = min(tp, count)
             pools = [Pool(name="all", nodes=max(1, count // 8), gpus_per_node=min(8, count),
                           roles=["policy", "reference", "critic", "reward", "rollout"])]
-            p = _ppo_plan(f"dschat-{model.lower().replace('.', '-')}-{count}", model, gpu, count, framework="openrlhf",
-                          engine="hf", pools=pools, mode="colocated", rollout_tp=tp, offload=count == 1, extra=extra,
-                          prompt=prompt, resp_max=gen, resp_mean=gen, batch=batch, mini=batch,
-                          critic="OPT-350M", reward="OPT-350M")
+            name = f"dschat-{model.lower().replace('.', '-')}-{count}"
+
+            def plan_for(per_gpu: int) -> Plan:
+                # BenckmarkSetting.md: per-device train batch = mini batch = generation batch, 1 PPO
+                # epoch, 1 generation batch per step; the HE generates the per-device batch at once
+                p = _ppo_plan(name, model, gpu, count, framework="openrlhf", engine="hf", pools=pools,
+                              mode="colocated", rollout_tp=tp, offload=count == 1, extra=extra, prompt=prompt,
+                              resp_max=gen, resp_mean=gen, batch=per_gpu * count, mini=per_gpu * count,
+                              micro=per_gpu, critic="OPT-350M", reward="OPT-350M")
+                return p.model_copy(update={"rollout": p.rollout.model_copy(update={"max_num_seqs": per_gpu})})
+
+            per_gpu, why = _largest_fitting_batch(plan_for, max(1, batch // count))
+            if not per_gpu:
+                out.append(TimeCase(case=case["id"], row=label, metric="epoch_s", published=_duration_s(val),
+                                    scored=False, skip_reason=why))
+                continue
+            p = plan_for(per_gpu)
             out.append(TimeCase(case=case["id"], row=label, plan=p, metric="epoch_s", published=_duration_s(val),
-                                scale=queries / batch,
-                                inferred=["1024 prompts per step (max global batch), 1 PPO epoch",
+                                scale=queries / (per_gpu * count),
+                                inferred=[f"{per_gpu} sequences per GPU per step: {why} (BenckmarkSetting.md: "
+                                          "the largest training batch that fits, at most 1024 pairs; the same "
+                                          "per-device batch generates, trains, 1 PPO epoch)",
                                           f"hybrid-engine inference TP{tp} (smallest with weights <= 50% of HBM)",
                                           "optimizer offload on 1 GPU",
                                           "Azure NDm A100 v4 network: 8 x 200 Gb/s HDR per node"]))
     return out
+
+
+def _largest_fitting_batch(plan_for: Any, cap: int) -> tuple[int, str]:
+    """The largest power-of-two per-GPU batch up to ``cap`` that budget_memory (the one memory
+    model) says fits: the rule a source states when it benchmarks "the largest batch that does not
+    OOM". Returns (batch, how it was chosen)."""
+    from advisor.errors import AdvisorError
+    from advisor.memory import budget_memory
+
+    best = 0
+    b = 1
+    while b <= cap:
+        try:
+            if not budget_memory(plan_for(b)).fits:
+                break
+        except AdvisorError:
+            break
+        best = b
+        b *= 2
+    if best == 0:
+        return 0, ("budget_memory says even 1 sequence per GPU does not fit this layout, yet the source ran it: "
+                   "the batch the benchmark used cannot be derived (the memory model's layout of this run is "
+                   "wrong, e.g. offloads or ZeRO stages the table does not state)")
+    return best, ("the global cap" if best * 2 > cap else "the largest power of two budget_memory fits")
 
 
 # --------------------------------------------------------------------------- dispatch

@@ -19,7 +19,7 @@ PhaseName = Literal[
     "old_logprob_forward", "critic_forward", "critic_update", "actor_update", "weight_sync",
     "offload_transfer", "step_overhead",
 ]
-Bound = Literal["hbm_bandwidth", "compute", "interconnect", "host_link", "fixed"]
+Bound = Literal["hbm_bandwidth", "compute", "interconnect", "host_link", "host_memory", "fixed"]
 Layout = Literal["colocated", "split", "one_step_off", "fully_async"]
 
 

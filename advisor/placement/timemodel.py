@@ -19,7 +19,9 @@ Sources (perf-anchors.md §3, §4, §7; HybridFlow's d_cost, §2.1):
   Memory-bound elementwise work (``activation_traffic`` hidden-size vectors per token, layer
   and pass) streams at HBM bandwidth beside the GEMMs, which makes the effective MFU depend on
   the GPU's FLOP/byte ridge. Pipeline bubbles multiply by ``(m+p-1)/m``; tensor-parallel all-reduces add their bytes over
-  the intra-node link; FSDP/ZeRO-3 gathers run concurrently with compute (``max``).
+  the intra-node link; FSDP/ZeRO-3 gathers run concurrently with compute (``max``). MoE layers
+  under expert parallelism add their token all-to-alls (dispatch + combine, ``k * hidden``
+  bf16 values per token per layer, the share (ep-1)/ep leaving the rank) on the EP group's link.
 - **Weight sync** moves the policy weights to the rollout engines, per transport
   (``weight_sync_time``): CUDA IPC after an in-place reshard when colocated, a per-tensor NCCL
   broadcast over the link between the pools (NVLink inside a node, the node NIC across nodes,
@@ -212,6 +214,7 @@ class LengthDist:
         self.clip = 0.0 if self.fixed else min(max(clip, 0.0), 0.5 * self.mean / self.max_len)
         self.body_mean = (self.mean - self.clip * self.max_len) / (1.0 - self.clip)
         self.mu = self._solve_mu() if not self.fixed else 0.0
+        self._m2: float | None = None
 
     @staticmethod
     def _phi(x: float) -> float:
@@ -253,9 +256,11 @@ class LengthDist:
         """E[L^2] by integrating 2 t S(t)."""
         if self.fixed:
             return self.mean ** 2
-        n = 400
-        dt = self.max_len / n
-        return sum(2 * (i + 0.5) * dt * self.survival((i + 0.5) * dt) * dt for i in range(n))
+        if self._m2 is None:
+            n = 400
+            dt = self.max_len / n
+            self._m2 = sum(2 * (i + 0.5) * dt * self.survival((i + 0.5) * dt) * dt for i in range(n))
+        return self._m2
 
 
 # --------------------------------------------------------------------------- phases
@@ -303,28 +308,27 @@ def _decode(arch: Arch, dev: Device, *, engines: int, tp: int, seqs: int, prompt
         flops = 2.0 * arch.active * b_kv / (tp * dev.peak_flops * eta_f)
         return max(mem, flops) + p_any * (comm_step + fixed)
 
+    n_grid = 200
+    dt = dist.max_len / n_grid
+    grid = [((i + 0.5) * dt, dist.survival((i + 0.5) * dt)) for i in range(n_grid)]
+
     def total(eta_b: float, eta_f: float, fixed: float) -> tuple[float, str]:
         per_tok = step(c, 1.0, ctx_res, eta_b, eta_f, fixed)
         mem_part = (arch.decode_weight_bytes(c) / tp + c * ctx_res * kv_tok) / (dev.hbm_bw * eta_b)
         bound = "hbm_bandwidth" if mem_part >= 2.0 * arch.active * c / (tp * dev.peak_flops * eta_f) else "compute"
         if streaming:  # fully async: generation streams at the saturated rate, the tail overlaps
             return q * dist.mean / c * per_tok, bound
-        n = 200
-        dt = dist.max_len / n
         if static_batch:
             waves = math.ceil(q / c)
             wave = 0.0
-            for i in range(n):
-                t = (i + 0.5) * dt
-                p_any = 1.0 - (1.0 - dist.survival(t)) ** c
+            for t, s in grid:
+                p_any = 1.0 - (1.0 - s) ** c
                 wave += dt * step(c, p_any, prompt + t, eta_b, eta_f, fixed) * (1 if p_any > 0 else 0)
             return waves * wave, bound
         sat = max(q - c, 0) * dist.mean / c * per_tok
         drain = 0.0
         longest = 0.0
-        for i in range(n):
-            t = (i + 0.5) * dt
-            s = dist.survival(t)
+        for t, s in grid:
             p_any = 1.0 - (1.0 - s) ** c
             drain += dt * step(c * s, p_any, prompt + t, eta_b, eta_f, fixed)
             # the rollout is not done before the longest of ALL its sequences (every engine
@@ -365,10 +369,29 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
     if par.tp > 1:
         tp_comm = n_ar * arch.layers * (tokens / dp) * arch.hidden * 2 * 2 * (par.tp - 1) / par.tp \
             / dev.link_bw / par.pp
+    # expert-parallel all-to-all: each MoE layer dispatches every token's hidden state to its
+    # top-k experts and combines the results back (2 all-to-alls per forward; the backward
+    # repeats both, a full recompute the forward's). Tokens of a rank are split over its TP
+    # ranks (sequence parallel), and the share (ep-1)/ep leaves the rank, over NVLink when the
+    # EP x TP group fits a node, else the node NIC share. They are not hidden behind compute:
+    # Megatron-Core's overlap_moe_expert_parallel_comm is False by default
+    # (megatron/core/model_parallel_config.py), so the time adds to the compute.
+    a2a = 0.0
+    if arch.experts and par.ep > 1 and arch.moe_layers:
+        n_a2a = 2 if k <= 2 else (4 if k < 8 else 6)
+        tok_rank = tokens / dp / max(par.tp, 1)
+        bytes_a2a = tok_rank * arch.experts_per_token * arch.hidden * 2.0 * (par.ep - 1) / par.ep
+        a2a = n_a2a * (arch.moe_layers / max(par.pp, 1)) * bytes_a2a / dev.dp_link(par.ep * par.tp)
     # data-parallel traffic: FSDP/ZeRO-3 gathers the parameters each micro-batch (forward, and
     # backward when training) and reduce-scatters fp32 grads; otherwise one grad all-reduce per
     # optimizer step. It runs concurrently with compute.
-    shard_bytes = arch.params * 2.0 / mp
+    # a rank holds the dense weights split by its model-parallel group, and under expert
+    # parallelism only 1/ep of the experts: its gradients (and gathers) shrink to that share
+    experts_all = arch.expert_params * arch.experts * arch.moe_layers
+    rank_params = (arch.params - experts_all) / mp + experts_all / (mp * max(par.ep, 1))
+    share = rank_params / (arch.params / mp) if arch.params else 1.0
+    grad_bytes *= share
+    shard_bytes = rank_params * 2.0
     n_micro = max(1.0, tokens / dp / micro_tokens)
     if dp <= 1:
         dp_comm = 0.0
@@ -399,9 +422,9 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
     if k > 2 and not lora:
         launch_units += per_mb * arch.tensors / max(mp, 1) * constant("optimizer_launch_per_tensor")
     launch = launch_ms * 1e-3 * launch_units
-    secs = max((compute / eta + elementwise) * bubble + tp_comm + launch, dp_comm)
-    lower = max(compute + tp_comm, dp_comm)
-    bound = "compute" if (compute / eta + elementwise) * bubble + tp_comm >= dp_comm else "interconnect"
+    secs = max((compute / eta + elementwise) * bubble + tp_comm + a2a + launch, dp_comm)
+    lower = max(compute + tp_comm + a2a, dp_comm)
+    bound = "compute" if (compute / eta + elementwise) * bubble + tp_comm + a2a >= dp_comm else "interconnect"
     return secs, lower, bound
 
 
@@ -581,6 +604,12 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
                                             sharded_gather=sharded, grad_bytes=0.0, lora=False,
                                             act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"])
         phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_f, f"{tokens / 1e6:.2f} M tokens"))
+        if role != "policy" and resolve(plan).role_info[Role(role)].param_offload:
+            # a frozen model kept on the host (DeepSpeed-Chat / OpenRLHF ref/reward offload)
+            # comes back over PCIe for its forward pass every step: its bf16 shard per GPU
+            t = a.params * 2.0 / p.gpus / dev.host_bw
+            phases.append(_Phase("offload_transfer", p.name, p.gpus, t, t, "host_link", 1.0,
+                                 f"{a.params * 2.0 / p.gpus / GIB:.1f} GiB per GPU over PCIe ({role} weights)"))
 
     if plan.is_online:
         if "reward" in roles:
@@ -632,6 +661,15 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
             t = moved / dev.host_bw
             phases.append(_Phase("offload_transfer", p.name, p.gpus, t, t, "host_link", 1.0,
                                  f"{moved / GIB:.1f} GiB per GPU over PCIe ({role})"))
+        if info.optimizer_offload and not lora and mk.train_backend == "deepspeed":
+            # DeepSpeed's CPU Adam steps the offloaded states on the host: bound by the node's
+            # DRAM bandwidth, which the ranks of a node share (ZeRO shards the states per rank)
+            nodes = max(1, math.ceil(p.gpus / dev.gpus_per_node))
+            t = mini_batches * a.params / nodes * constant("host_adam_bytes_per_param") \
+                / (constant("host_dram_bandwidth_gbs") * 1e9)
+            phases.append(_Phase("offload_transfer", p.name, p.gpus, t, t, "host_memory", 1.0,
+                                 f"CPU Adam over {a.params / nodes / 1e9:.1f} B parameters per node, "
+                                 f"{mini_batches} optimizer steps ({role})"))
 
     train("policy", "actor_update")
     if "critic" in roles:
