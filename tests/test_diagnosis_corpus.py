@@ -57,8 +57,9 @@ def test_split_is_by_batch() -> None:
         assert c["split"] == ("validation" if c["batch"] >= acc.VALIDATION_BATCH else "development")
         parts.setdefault(c["source"], set()).add(c["split"])
     assert all(len(v) == 1 for v in parts.values()), "one thread's cases belong to one batch"
-    # batch 1 was read while the rules were written: never validation again
-    assert all(c["split"] == "development" for c in CASES if c["batch"] == 1)
+    # batches 1 and 2 were read while the rules were written: never validation again
+    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 2)
+    assert acc.VALIDATION_BATCH >= 3
 
 
 @lru_cache(maxsize=None)
@@ -67,41 +68,64 @@ def _result(case_id: str) -> tuple[bool, str]:
     return acc.judge(case, acc.diagnose_cli(case["paths"]))
 
 
+DEVELOPMENT_MISSES: dict[str, str] = {}
+"""Development cases the rules do not catch, each with the reason it is left (a case no general rule
+catches without fitting its own sentence). They are strict xfails: a rule that starts catching one
+fails the test until the entry is removed. Empty: every development case passes (session 4,
+batch 2 included)."""
+
+
 @pytest.mark.parametrize("case_id", [c["id"] for c in CASES if c["split"] == "development"])
 def test_development_case(case_id: str) -> None:
+    if case_id in DEVELOPMENT_MISSES:
+        pytest.xfail(f"documented development miss: {DEVELOPMENT_MISSES[case_id]}")
     ok, got = _result(case_id)
     case = next(c for c in CASES if c["id"] == case_id)
     assert ok, f"{case_id}: expected {case['expected']} ({case['input_kind']}); {got}"
 
 
-MEASURED_VALIDATION = (26, 38)
-"""Batch 2 as first measured, blind, at the rule freeze of session 4 (benchmarks/diagnose_accuracy.py
---show-misses): the floor below which a change is a regression on held-out cases."""
+def test_documented_misses_are_development_cases() -> None:
+    dev = {c["id"] for c in CASES if c["split"] == "development"}
+    assert set(DEVELOPMENT_MISSES) <= dev, set(DEVELOPMENT_MISSES) - dev
+    assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
+
+
+MEASURED_VALIDATION: tuple[int, int] | None = None
+"""The validation batch (``VALIDATION_BATCH``, now 3) as first measured, blind, at its rule freeze:
+(passed, cases), the floor below which a change is a regression on held-out cases. None until it is
+measured; whoever measures it records the figure here and in tests/cases/diagnosis/README.md (the
+history: batch 1's hash-split part 25/33 = 76%, batch 2 26/38 = 68%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
     val = [c for c in CASES if c["split"] == "validation"]
     if not val:
-        pytest.skip(f"no held-out cases of batch {acc.VALIDATION_BATCH} yet")
+        pytest.skip(f"no held-out cases of batch {acc.VALIDATION_BATCH} yet: it is collected blind and measured "
+                    "once at the rule freeze (batch 2's figure is recorded in tests/cases/diagnosis/README.md)")
     passed = [c["id"] for c in val if _result(c["id"])[0]]
     misses = [(c["id"], _result(c["id"])[1]) for c in val if c["id"] not in passed]
     return passed, misses, len(val)
 
 
+def _measured(n: int) -> tuple[int, int]:
+    if MEASURED_VALIDATION is None:
+        pytest.skip(f"batch {acc.VALIDATION_BATCH} ({n} cases) is not measured yet: measure it once with "
+                    "benchmarks/diagnose_accuracy.py --show-misses and record the figure in MEASURED_VALIDATION")
+    return MEASURED_VALIDATION
+
+
 def test_validation_share_not_below_its_first_measurement() -> None:
     passed, misses, n = _validation()
-    if n != MEASURED_VALIDATION[1]:
-        pytest.fail(f"the validation batch has {n} cases, measured on {MEASURED_VALIDATION[1]}: a new held-out "
+    floor, measured_n = _measured(n)
+    if n != measured_n:
+        pytest.fail(f"the validation batch has {n} cases, measured on {measured_n}: a new held-out "
                     "batch is measured once, blind, and its figure recorded here")
-    assert len(passed) >= MEASURED_VALIDATION[0], f"{len(passed)}/{n} validation cases; misses: {misses}"
+    assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 26/38 = 68% on the blind batch 2 (goal >= 90%): host-memory OOMs read as GPU OOM or as a Ray "
-    "actor death (4), prose reports of a reward function that never scores, of identical group rewards, of "
-    "responses all clipped and of rising entropy in wordings no rule reads (5), a DeepSpeed micro-batch of 0, "
-    "an OOM while ZeRO-3 gathers weights for generation read as a plain GPU OOM, and a healthy run's "
-    "description given an OOM error; batch 2 is not tuned on while it is the validation part"))
 def test_validation_share() -> None:
+    """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
+    recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
     passed, misses, n = _validation()
+    _measured(n)
     assert len(passed) / n >= 0.9, f"{len(passed)}/{n} validation cases; misses: {misses}"

@@ -165,10 +165,13 @@ class SignatureScanner:
         self._prose_oom = [re.compile(p) for p in oom["prose_patterns"]]
         self._host_words = re.compile(oom["host_words"])
         self._prose_exclude = re.compile(oom["prose_exclude"])
+        self._gpu_words = re.compile(oom.get("gpu_words") or r"(?!)")
+        self._host_leak = re.compile(oom.get("host_leak_words") or r"(?!)")
         self._config_echo = re.compile(load_table("diagnosis_signatures.yaml").get("config_echo") or r"(?!)")
         self._phases: list[tuple[str, tuple[str, ...]]] = [
             (ph["category"], tuple(m.lower() for m in ph["markers"])) for ph in oom["phases"]]
         triggers = {tr for sig in self._sigs for tr in sig.triggers} | set(self._gpu_triggers) | {"oom", "out of memory"}
+        self._leak_gate = ("memory", "leak", "内存")  # checked only on lines a trigger already let through
         self._any_trigger = _literal_re(triggers)
         self._trigger_list = sorted(triggers)
         self._sigs_by_trigger: dict[str, list[int]] = {tr: [] for tr in self._trigger_list}
@@ -199,6 +202,7 @@ class SignatureScanner:
         self.oom_frames: list[tuple[int, str]] = []  # the frames that name the OOM's phase
         self.gpu_oom_prose: list[tuple[int, str]] = []
         self.host_oom_prose: list[tuple[int, str]] = []
+        self.host_leak: list[tuple[int, str]] = []  # prose naming a growing host memory (a leak)
         self.phase_first: dict[int, tuple[int, str]] = {}
         self.framework_votes: dict[str, int] = {}
         self._votes_left = 500
@@ -234,6 +238,9 @@ class SignatureScanner:
                 if any(r.search(t) for r in sig.requires):
                     self._requires_met.add(sig.id)
             self._requiring = [sig for sig in self._requiring if sig.id not in self._requires_met]
+        if prose_ok and any(w in low for w in self._leak_gate) and len(self.host_leak) < MAX_LINES_KEPT \
+                and self._host_leak.search(t) and not self._gpu_words.search(t):
+            self.host_leak.append((line_no, t[:300]))
         has_marker = self._any_marker.search(low) is not None
         if not self._any_trigger.search(low):  # the common case: a line no signature cares about
             phases = self._phases_in(low, t) if has_marker else ()
@@ -267,7 +274,8 @@ class SignatureScanner:
                         self.oom_frames = [(n, text) for n, text, ph in self._ring if phase in ph][-3:]
         elif ("oom" in low or "out of memory" in low) and any(p.search(t) for p in self._prose_oom) \
                 and not self._prose_exclude.search(t):
-            target = self.host_oom_prose if self._host_words.search(t) else self.gpu_oom_prose
+            host = self._host_words.search(t) is not None and self._gpu_words.search(t) is None
+            target = self.host_oom_prose if host else self.gpu_oom_prose
             if len(target) < MAX_LINES_KEPT:
                 target.append((line_no, t[:300]))
         self._ring.append((line_no, t[:300], phases))
@@ -345,6 +353,8 @@ class SignatureScanner:
             sig = by_id[sid]
             if sig.requires and sid not in self._requires_met:
                 continue
+            if sig.row.get("unless_gpu_oom") and self.gpu_oom:
+                continue  # a CUDA OOM in the log is the first error; this inference yields to it
             out.append(hit)
         out.extend(self._oom_hits())
         out.extend(self._ratio_hits())
@@ -362,6 +372,15 @@ class SignatureScanner:
     def _oom_hits(self) -> list[SigHit]:
         host_logged = any(h.category == "oom_host_cpu" and h.log_lines for h in self._hits.values())
         out: list[SigHit] = []
+        if self.host_leak and self.gpu_oom_prose and not self.gpu_oom:
+            # an OOM told in words beside memory that keeps growing: host RSS (a leak), not the GPU
+            self.host_oom_prose = self.host_oom_prose + self.gpu_oom_prose + self.host_leak
+            self.gpu_oom_prose = []
+        if self.host_oom_prose and self.gpu_oom_prose and not self.gpu_oom:
+            # "Ray worker OOM ... my OOMs": the same host OOM unless a line names the GPU
+            named_gpu = [(n, t) for n, t in self.gpu_oom_prose if self._gpu_words.search(t)]
+            self.host_oom_prose += [x for x in self.gpu_oom_prose if x not in named_gpu]
+            self.gpu_oom_prose = named_gpu
         if self.host_oom_prose and "host_oom_ray_killer" not in self._hits:
             row = next(s.row for s in self._sigs if s.id == "host_oom_ray_killer")
             hit = SigHit("host_oom_prose", "oom_host_cpu", "error", row)
@@ -370,6 +389,10 @@ class SignatureScanner:
             out.append(hit)
         if self.gpu_oom:
             phase = next((p for _, _, p in self.gpu_oom if p is not None), None)
+            if phase is None and self.phase_first and all(text.startswith("#") for _, text, _ in self.gpu_oom):
+                # the OOM is named in a description (an issue title) above the pasted trace: its frames follow it
+                phase = min(self.phase_first)
+                self.oom_frames = [self.phase_first[phase]]
             category = self._phases[phase][0] if phase is not None else "oom_gpu"
             hit = self._oom_hit(category)
             for n, text, _ in self.gpu_oom:
