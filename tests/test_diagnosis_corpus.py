@@ -90,7 +90,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (20, 32)
 """The validation batch (``VALIDATION_BATCH``, now 3) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured; whoever measures it records the figure here and in tests/cases/diagnosis/README.md (the
@@ -123,6 +123,13 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "measured 20/32 = 62% on the blind batch 3 at the session-4 rule freeze (goal >= 90%): prose reports of a "
+    "NaN/inf loss or of degenerate '!!!' output with no metric line (4), metric-logging bugs described in prose "
+    "(2), a veRL metric line cut before its length fields, a NeMo-RL KL error after sleep level 2, a format "
+    "reward falling to 0 over long responses, a Docker memory limit behind a killed actor, and two NCCL weight-"
+    "broadcast errors (OpenRLHF, vLLM) with no weight-sync frame; batch 3 is not tuned on while it is the "
+    "validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
