@@ -57,9 +57,9 @@ def test_split_is_by_batch() -> None:
         assert c["split"] == ("validation" if c["batch"] >= acc.VALIDATION_BATCH else "development")
         parts.setdefault(c["source"], set()).add(c["split"])
     assert all(len(v) == 1 for v in parts.values()), "one thread's cases belong to one batch"
-    # batches 1 and 2 were read while the rules were written: never validation again
-    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 2)
-    assert acc.VALIDATION_BATCH >= 3
+    # batches 1 to 3 were read while the rules were written: never validation again
+    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 3)
+    assert acc.VALIDATION_BATCH >= 4
 
 
 @lru_cache(maxsize=None)
@@ -90,18 +90,18 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = (20, 32)
-"""The validation batch (``VALIDATION_BATCH``, now 3) as first measured, blind, at its rule freeze:
+MEASURED_VALIDATION: tuple[int, int] | None = None
+"""The validation batch (``VALIDATION_BATCH``, now 4) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured; whoever measures it records the figure here and in tests/cases/diagnosis/README.md (the
-history: batch 1's hash-split part 25/33 = 76%, batch 2 26/38 = 68%)."""
+history: batch 1's hash-split part 25/33 = 76%, batch 2 26/38 = 68%, batch 3 20/32 = 62%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
     val = [c for c in CASES if c["split"] == "validation"]
     if not val:
         pytest.skip(f"no held-out cases of batch {acc.VALIDATION_BATCH} yet: it is collected blind and measured "
-                    "once at the rule freeze (batch 2's figure is recorded in tests/cases/diagnosis/README.md)")
+                    "once at the rule freeze (earlier batches' figures are recorded in tests/cases/diagnosis/README.md)")
     passed = [c["id"] for c in val if _result(c["id"])[0]]
     misses = [(c["id"], _result(c["id"])[1]) for c in val if c["id"] not in passed]
     return passed, misses, len(val)
@@ -123,13 +123,6 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 20/32 = 62% on the blind batch 3 at the session-4 rule freeze (goal >= 90%): prose reports of a "
-    "NaN/inf loss or of degenerate '!!!' output with no metric line (4), metric-logging bugs described in prose "
-    "(2), a veRL metric line cut before its length fields, a NeMo-RL KL error after sleep level 2, a format "
-    "reward falling to 0 over long responses, a Docker memory limit behind a killed actor, and two NCCL weight-"
-    "broadcast errors (OpenRLHF, vLLM) with no weight-sync frame; batch 3 is not tuned on while it is the "
-    "validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""

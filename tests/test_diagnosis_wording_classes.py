@@ -140,3 +140,90 @@ def test_advice_conditional_on_an_oom_is_not_an_oom() -> None:
 
 def test_dpo_beta_zero_still_reads_as_no_learning_signal() -> None:
     assert _cats("# DPO run with beta = 0 and ref_model None\n")[:1] == ["no_learning_signal_config"]
+
+
+# --- session 4, round 3: the vocabulary of each category (batches 1-3 development), other wordings ------------
+WEIGHT_UPDATE = ("(LLMRayActor pid=7, ip=10.0.0.2) update weight: model.layers.3.mlp.up_proj.weight, dtype: "
+                 "torch.bfloat16, shape: torch.Size([4864, 896])\n")
+
+FIRST_VOCAB = [
+    # NCCL errors during the trainer -> engine weight update (OpenRLHF vllm_worker_wrap.py update_weight)
+    (WEIGHT_UPDATE + "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error, NCCL version "
+     "2.21.5\nncclSystemError: System call (e.g. socket, malloc) or external library call failed\n",
+     "vllm_weight_sync_failure"),
+    ('  File "vllm_worker_wrap.py", line 50, in update_weight\n'
+     "    torch.distributed.broadcast(weight, 0, group=self._model_update_group)\n"
+     "ncclInternalError: Internal check failed.\n", "vllm_weight_sync_failure"),
+    (WEIGHT_UPDATE + "(LLMRayActor pid=9) NET/IB : Got async event : port error\n", "vllm_weight_sync_failure"),
+    # SIGKILL without Ray's monitor: the shell, containers, torchrun, the DeepSpeed launcher
+    ("epoch 1 step 300 loss 0.41\nKilled\n", "oom_host_cpu"),
+    ("trainer exited with code 137\n", "oom_host_cpu"),
+    ("torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 0 (pid: 4121)\n",
+     "oom_host_cpu"),
+    ("[2025-01-02 10:00:00] [ERROR] [launch.py:321:sigkill_handler] ['python', 'train.py'] exits with return code = -9\n",
+     "oom_host_cpu"),
+    ("# the pod's memory limit is 64Gi and the container RAM fills up before the crash\n" + RAY_DIED, "oom_host_cpu"),
+    # a non-finite loss in a console record
+    ("step 10 | loss 0.8812 | lr 1e-5\nstep 11 | loss nan | lr 1e-5\n", "grad_norm_nan"),
+]
+
+
+@pytest.mark.parametrize("text,expected", FIRST_VOCAB, ids=[f"{i}-{e}" for i, (_, e) in enumerate(FIRST_VOCAB)])
+def test_vocabulary_first_finding(text: str, expected: str) -> None:
+    cats = _cats(text)
+    assert cats[:1] == [expected], cats
+
+
+TOP3_VOCAB = [
+    ("# we see NaN gradients from step 30 on\n", "grad_norm_nan"),
+    ("# training in fp16 gives nan/inf loss after warmup\n", "grad_norm_nan"),
+    ("# the loss turns into inf after a few hundred steps\n", "grad_norm_nan"),
+    ("# it keeps producing NaNs with bf16 and lr 1e-5\n", "grad_norm_nan"),
+    ("# 训练到第20步后loss变成nan\n", "grad_norm_nan"),
+    ('# after step 80 every sample reads "!!!!!!" and the score is flat\n', "grad_norm_nan"),
+    ("# the policy outputs only exclamation marks\n", "grad_norm_nan"),
+    ("# approx_kl stays at 0 for the whole run with 4 mini-batches per step\n", "metric_artifact_check_first"),
+    ("# pg_clipfrac is always zero, is it computed?\n", "metric_artifact_check_first"),
+    ("# the eval win rate only ever moves in multiples of 0.125\n", "metric_artifact_check_first"),
+    ("# 训练中ppo_kl一直为0\n", "metric_artifact_check_first"),
+    ("# gen_kl_error spikes to 0.4 right after the first refit\n", "rollout_train_logprob_mismatch"),
+    ("# rollouts are garbage right after wake_up\n", "rollout_train_logprob_mismatch"),
+    ("# with sleep level 2 the generations are broken from step 2\n", "rollout_train_logprob_mismatch"),
+    ("# half the completions exceed max_new_tokens\n", "response_truncation"),
+    ("# our format_reward drops to 0 after 100 steps\n", "response_truncation"),
+    ("# the completion lengths are abnormally long after step 500\n", "response_length_explosion"),
+    ("# unusually long response lengths slow every step down\n", "response_length_explosion"),
+]
+
+
+@pytest.mark.parametrize("text,expected", TOP3_VOCAB, ids=[f"{i}-{e}" for i, (_, e) in enumerate(TOP3_VOCAB)])
+def test_vocabulary_in_top3(text: str, expected: str) -> None:
+    cats = _cats(text)
+    assert expected in cats[:3], cats
+
+
+HEALTHY_VOCAB = [
+    # (text, a category that must not appear at all; None: only no error)
+    (WEIGHT_UPDATE * 3 + "export TORCH_NCCL_ASYNC_ERROR_HANDLING=1\nNCCL INFO Broadcast: opCount 4 sendbuff 0x7f\n",
+     "vllm_weight_sync_failure"),
+    ("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error\n", "vllm_weight_sync_failure"),
+    ("# the pod has a memory limit of 200Gi and training runs fine\n", "oom_host_cpu"),
+    ("process exited with code 0\n", "oom_host_cpu"),
+    ("# rewards go through nan_to_num before the advantage\n", "grad_norm_nan"),
+    ("# loss 0.53, grad_norm 0.8, no NaN so far\n", "grad_norm_nan"),
+    ("actor.grad_norm_clip: inf\nkl_coef: inf\n", "grad_norm_nan"),
+    ("# kl is 0 at step 0 and rises to 0.02 by step 100\n", "metric_artifact_check_first"),
+    ("kl_coef always 0 in this config\n", "metric_artifact_check_first"),
+    ("# gen_kl_error stays flat at 0.001\n", "rollout_train_logprob_mismatch"),
+    ("# sleep level 2 frees the weights between steps; rollouts look normal\n", "rollout_train_logprob_mismatch"),
+    ("# the format reward rises from 0 to 0.9\n", "response_truncation"),
+    ("# the prompt length exceeds max_prompt_length for 3 samples\n", "response_truncation"),
+    ("# response length is stable around 600 tokens\n", "response_length_explosion"),
+]
+
+
+@pytest.mark.parametrize("text,absent", HEALTHY_VOCAB, ids=[f"{i}" for i in range(len(HEALTHY_VOCAB))])
+def test_vocabulary_healthy_wordings(text: str, absent: str | None) -> None:
+    assert not _errors(text), _cats(text)
+    if absent is not None:
+        assert absent not in _cats(text)
