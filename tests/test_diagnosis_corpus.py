@@ -90,7 +90,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (13, 34)
 """The validation batch (``VALIDATION_BATCH``, now 4) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured; whoever measures it records the figure here and in tests/cases/diagnosis/README.md (the
@@ -123,6 +123,15 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "measured 13/34 = 38% on the blind batch 4 at the session-4 round-3 rule freeze (goal >= 90%): four OOMs "
+    "placed by phase in the ground truth (backward pass, DPO cross-entropy, Ray host OOM) read as a plain GPU "
+    "OOM; errors no table holds (NeMo-RL's microbatch assertion, HfArgumentParser's unused arguments, vLLM's "
+    "'max_tokens must be at least 1'); logs whose error line is only in the thread's title (an NCCL timeout, "
+    "a bare Ray actor death); questions about metric meaning (negative KL, negative entropy, KL NaN with "
+    "beta 0) and expected generation-bound speed; reward-function misconfigurations read from code; "
+    "degenerate 'sssss' output as reward hacking; and a harmless tokenizer-length warning read as an error. "
+    "Batch 4 is not tuned on while it is the validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
