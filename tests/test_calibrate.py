@@ -72,22 +72,51 @@ def test_too_few_points_are_refused() -> None:
         calibrate_points(_plan(), _points([{"actor/entropy": 1.0}] * 10), "x", "log")  # no timers at all
 
 
-def test_fit_recovers_a_cluster_slower_than_the_published_fit() -> None:
-    """Measurements made by the model itself with other factors: calibration must meet them."""
-    plan = _plan()
-    truth = {**default_factors(), "forward_mfu": 0.25, "train_mfu": 0.3, "decode_hbm_efficiency": 0.55,
-             "step_overhead_s": 6.0}
+def _synthetic(plan, truth):
     want = predicted(plan, truth)
     rows = [{"timing_s/gen": want["gen"], "timing_s/old_log_prob": want["old_log_prob"],
              "timing_s/ref": want["ref"], "timing_s/update_actor": want["update_actor"],
              "timing_s/step": want["step"]}] * 5
-    prof = calibrate_points(plan, _points(rows), "slow", "synthetic")
+    return want, _points(rows)
+
+
+SLOW = {"forward_mfu": 0.25, "train_mfu": 0.3, "decode_hbm_efficiency": 0.55, "step_overhead_s": 6.0}
+
+
+def test_fit_recovers_a_cluster_slower_than_the_published_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measurements made by the model itself with other factors: when the model is exact (its
+    setting-to-setting error set to ~0), calibration meets them."""
+    from advisor.placement import calibration
+
+    tab = calibration.table()
+    monkeypatch.setattr(calibration, "table", lambda: {**tab, "model_error_log": 1e-4})
+    plan = _plan()
+    want, pts = _synthetic(plan, {**default_factors(), **SLOW})
+    prof = calibrate_points(plan, pts, "slow", "synthetic")
     for c in prof.checks:
         assert abs(c.error_after) < 0.01, c
     assert any(abs(c.error_before) > 0.2 for c in prof.checks)
-    assert prof.time_factors["train_mfu"] == pytest.approx(0.3, rel=0.02)
+    # one update timer informs train_mfu and launch_overhead_ms: both move the right way
+    assert prof.time_factors["train_mfu"] < default_factors()["train_mfu"]
     with applied(prof):
         assert predict_step(plan).step_s == pytest.approx(want["step"], rel=0.01)
+
+
+def test_fit_moves_towards_the_run_only_as_far_as_the_run_is_evidence() -> None:
+    """With the model's own setting-to-setting error (model_error_log), each phase moves towards
+    the measurement but not past it, every factor moves towards the run's value from its published
+    one and stays short of it, and a factor no timer informs stays put."""
+    plan = _plan()
+    pub = default_factors()
+    _, pts = _synthetic(plan, {**pub, **SLOW})
+    prof = calibrate_points(plan, pts, "slow", "synthetic")
+    for c in prof.checks:
+        assert abs(c.error_after) < abs(c.error_before) or abs(c.error_before) < 1e-6, c
+        assert c.error_after * c.error_before >= 0, c  # not past the measurement
+    f = prof.time_factors
+    for k in ("forward_mfu", "train_mfu"):
+        assert min(pub[k], SLOW[k]) < f[k] < max(pub[k], SLOW[k]), (k, f[k])
+    assert "sync_link_efficiency" not in f and "response_length_sigma" not in f
 
 
 def test_memory_allocator_term_from_reserved_minus_allocated() -> None:
@@ -192,26 +221,46 @@ def _verl(engine: str) -> dict[str, tuple[float, float, float]]:
     return got
 
 
+def test_verl_sync_profiles_do_not_move_one_step_off_predictions_away() -> None:
+    """Calibrated on colocated sync (16 H20), the profile moves the one-step-off run's (12 training
+    GPUs) log-prob and update phases and its step closer to the measurement, and generation, which
+    the sync run's one timer cannot pin to one factor, at most 15 points further (it was +78 points
+    when one factor took the whole residual)."""
+    for engine in VERL_ROWS:
+        got = _verl(engine)
+        for phase in ("old_log_prob", "update_actor", "step"):
+            m, before, after = got[phase]
+            assert abs(after / m - 1) <= abs(before / m - 1) + 0.02, (engine, phase, got[phase])
+        m, before, after = got["gen"]
+        assert abs(after / m - 1) <= abs(before / m - 1) + 0.15, (engine, "gen", got["gen"])
+
+
+@pytest.mark.xfail(strict=True, reason="measured: FSDP2 log-prob +26%, update +31% after calibration (uncalibrated "
+                   "+49% / +52%). The fit weighs the sync run's timers against the published ranges with the model's "
+                   "own setting-to-setting error (model_error_log 0.29), so it moves the factors about half way; "
+                   "taking each timer as exact (the previous fit) reached +9% / +13% here but +105% on generation")
 def test_verl_fsdp2_sync_profile_predicts_one_step_off_training_phases() -> None:
     """Calibrated on colocated sync (16 H20), the profile predicts the one-step-off run's log-prob
-    and update phases (12 training GPUs) within 15%; uncalibrated they are 60%+ off."""
+    and update phases (12 training GPUs) within 15%."""
     got = _verl("fsdp2")
     for phase in ("old_log_prob", "update_actor"):
         m, before, after = got[phase]
         assert abs(after / m - 1) <= 0.15 and abs(after / m - 1) < abs(before / m - 1), (phase, got[phase])
 
 
-@pytest.mark.xfail(strict=True, reason="measured: FSDP2 generation +105% and step +91% after calibration "
-                   "(uncalibrated +27% / +30%). The sync run's 321 s of generation is set by the tail of "
-                   "20k-token responses whose length distribution the doc does not publish; the one "
-                   "generation timer cannot tell a slow engine from long responses, so the fit lowers the "
-                   "decode efficiency, which the 4-GPU async pool then pays in full")
+@pytest.mark.xfail(strict=True, reason="measured: FSDP2 generation +40% and step +24% after calibration "
+                   "(uncalibrated +27% / +30%; +105% / +91% with the previous one-factor fit). The sync run's "
+                   "generation (321 s on 16 GPUs) is under-predicted while the async pool's (458 s on 4) is "
+                   "over-predicted: no efficiency moves both the right way; the model scales generation "
+                   "with the pool more steeply than veRL measured, and the doc does not publish the length "
+                   "distribution that sets the tail")
 def test_verl_fsdp2_generation_and_step_within_15_percent() -> None:
     got = _verl("fsdp2")
     assert all(abs(got[k][2] / got[k][0] - 1) <= 0.15 for k in ("gen", "step")), got
 
 
-@pytest.mark.xfail(strict=True, reason="measured: Megatron log-prob +32%, update +32% after calibration (uncalibrated +31% / +44%). "
+@pytest.mark.xfail(strict=True, reason="measured: Megatron log-prob +32%, update +38%, generation +13%, step +13% after "
+                   "calibration (uncalibrated +31% / +44% / +0% / +17%). "
                    "veRL Megatron's update took 344 s on 16 GPUs and 347 s on 12 (and log-prob 119 s vs 120 s): "
                    "phases that do not scale with the GPU count are beyond a FLOPs model with one "
                    "efficiency per phase")
@@ -231,7 +280,7 @@ def test_openrlhf_13b_profile_moves_34b_towards_the_cluster() -> None:
     assert abs(after / m - 1) < abs(before / m - 1)
 
 
-@pytest.mark.xfail(strict=True, reason="measured: 34B step -52% after calibrating on 13B (-55% before). "
+@pytest.mark.xfail(strict=True, reason="measured: 34B step -51% after calibrating on 13B (-55% before). "
                    "Calibration moves little; the 34B miss comes from settings the table does not publish "
                    "(vLLM TP, lengths, offloads: advisor.placement.cases infers them; the pool split now "
                    "follows the same README's tuning guide), under which the 34B step is predicted at less "

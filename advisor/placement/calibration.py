@@ -4,13 +4,20 @@ The published fit (advisor/data/time_model.yaml) is one set of factors for every
 first run on a user's own cluster is better evidence about that cluster. This module reads the
 per-phase timers and memory peaks a framework logs (the ``calibration:`` table of
 time_model.yaml names them, with the framework source of each), predicts the same phases for the
-run's Plan, and moves the factors until the prediction meets the measurement:
+run's Plan, and moves the factors towards the measurement - only as far as the run is evidence:
 
-- each timer group (generation, log-prob forwards, updates, weight sync) moves **one** factor:
-  among the factors the group may move, the one whose move from its published value is smallest
-  in widths of its published range (log scale) - the explanation the published data finds most
-  plausible. A timer that measures nothing the model predicts is skipped, never forced;
-- the whole step then sets ``step_overhead_s`` (what the phases leave unexplained);
+- a maximum a posteriori fit in log space. Each factor's prior is its published value, with its
+  published range (for data-centre GPUs) read as a 95% interval; on a CPU the ranges do not
+  apply and are widened tenfold (``off_gpu_prior_widening``). Each timer group's log error weighs 1/model_error_log^2: the
+  model's own error between two settings on one cluster (what no calibration can transfer).
+  A timer moves the factors it informs in proportion to their sensitivity and prior width, so a
+  generation timer that three factors explain about equally moves each a little instead of
+  pushing one far out (which the next setting, with other sensitivities, would pay in full),
+  and a factor that a timer barely sees stays at its published value. A timer that measures
+  nothing the model predicts is skipped, never forced;
+- the whole step then sets ``step_overhead_s`` (what the phases leave unexplained), weighed in
+  seconds against its published range the same way; a run with only a step timer moves the
+  factors of every phase the step contains;
 - the fit is refused when the run has fewer than ``min_steps`` steps with timers after the
   warm-up step, so one noisy step never becomes a profile;
 - memory: veRL's ``perf/max_memory_allocated_gb`` and ``perf/max_memory_reserved_gb`` (the
@@ -120,105 +127,132 @@ def predicted(plan: Plan, factors: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def _solve(plan: Plan, f: dict[str, float], group: str, key: str, target: float) -> float | None:
-    """The value of ``key`` that makes ``group`` predict ``target`` (None: out of physical reach)."""
-    lo, hi = _bounds(key)
-
-    def err(v: float) -> float:
-        return math.log(predicted(plan, {**f, key: v}).get(group, 0.0) or 1e-12) - math.log(target)
-
-    e_lo, e_hi = err(lo), err(hi)
-    if e_lo * e_hi > 0:
-        return None
-    a, b = math.log(lo), math.log(hi)
-    for _ in range(60):
-        mid = (a + b) / 2
-        e = err(math.exp(mid))
-        if (e < 0) == (e_lo < 0):
-            a = mid
-        else:
-            b = mid
-    return math.exp((a + b) / 2)
-
-
-def _range_width(key: str) -> float:
+def _prior_sd(plan: Plan, key: str) -> float | None:
+    """Log-scale prior SD of ``key``: its published range read as a 95% interval (4 SD wide).
+    Off data-centre GPUs (a CPU run) the ranges do not apply: they are widened
+    ``off_gpu_prior_widening``-fold, so the run alone sets the factors and the ranges' relative
+    widths only decide which of several factors one timer moves most."""
     lo, hi = factor_ranges().get(key, (0.0, 0.0))
-    return math.log(hi / lo) if lo > 0 and hi > lo else 1.0
+    if not (lo > 0 and hi > lo):
+        return None
+    sd = math.log(hi / lo) / 4
+    return sd * float(table()["off_gpu_prior_widening"]) if plan.hardware.gpu.strip().lower() == "cpu" else sd
 
 
-def _most_sensitive(plan: Plan, f: dict[str, float]) -> str:
-    """The factor with the largest |d log step / d log factor| among those the timer groups may move."""
-    keys = {_static(plan, k) for g in table()["groups"] for k in g["factors"]} & set(f)
-    base = predicted(plan, f)["step"]
-    best, best_e = "step_overhead_s", 0.0
-    for k in sorted(keys):
-        if f[k] <= 0:
+def _solve_linear(a: list[list[float]], b: list[float]) -> list[float]:
+    """x with a x = b (Gaussian elimination with partial pivoting; a is small and positive definite)."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(m[r][c]))
+        m[c], m[p] = m[p], m[c]
+        if abs(m[c][c]) < 1e-300:
             continue
-        e = abs(math.log(predicted(plan, {**f, k: f[k] * 1.05})["step"] / base) / math.log(1.05))
-        if e > best_e:
-            best, best_e = k, e
-    return best
+        for r in range(c + 1, n):
+            k = m[r][c] / m[c][c]
+            for j in range(c, n + 1):
+                m[r][j] -= k * m[c][j]
+    x = [0.0] * n
+    for c in reversed(range(n)):
+        x[c] = (m[c][n] - sum(m[c][j] * x[j] for j in range(c + 1, n))) / m[c][c] if abs(m[c][c]) > 1e-300 else 0.0
+    return x
+
+
+def _map(plan: Plan, f0: dict[str, float], free: list[str], targets: dict[str, float], sigma: float,
+         iters: int = 50) -> dict[str, float]:
+    """Maximum a posteriori log-factors: sum over timers of (log predicted - log measured)^2 / sigma^2
+    plus, per factor, ((log f - log published) / prior SD)^2; Levenberg-Marquardt with a numerical
+    Jacobian, each factor kept inside its physical bounds."""
+    sd = {k: _prior_sd(plan, k) for k in free}
+    th0 = [math.log(f0[k]) for k in free]
+    lo = [math.log(_bounds(k)[0]) for k in free]
+    hi = [math.log(_bounds(k)[1]) for k in free]
+    w = [1.0 / sd[k] if sd[k] else 0.0 for k in free]
+    groups = sorted(targets)
+    n = len(free)
+
+    def resid(th: list[float]) -> list[float]:
+        p = predicted(plan, {**f0, **{k: math.exp(v) for k, v in zip(free, th)}})
+        return ([(math.log(max(p.get(g, 0.0), 1e-12)) - math.log(targets[g])) / sigma for g in groups]
+                + [w[i] * (th[i] - th0[i]) for i in range(n)])
+
+    def sq(r: list[float]) -> float:
+        return sum(x * x for x in r)
+
+    th, r = th0[:], resid(th0)
+    lam = 1e-3
+    for _ in range(iters):
+        h = 1e-3
+        cols = [[(a - b) / h for a, b in zip(resid([t + (h if j == i else 0.0) for j, t in enumerate(th)]), r)]
+                for i in range(n)]
+        jtj = [[sum(ci[m] * cj[m] for m in range(len(r))) for cj in cols] for ci in cols]
+        g = [-sum(ci[m] * r[m] for m in range(len(r))) for ci in cols]
+        moved = False
+        while lam < 1e8:  # Levenberg-Marquardt: damp until the step lowers the objective
+            damped = [[v + (lam * max(jtj[i][i], 1e-12) if i == j else 0.0) for j, v in enumerate(row)]
+                      for i, row in enumerate(jtj)]
+            step = _solve_linear(damped, g)
+            cand = [min(max(th[i] + step[i], lo[i]), hi[i]) for i in range(n)]
+            rc = resid(cand)
+            if sq(rc) < sq(r):
+                moved = sq(r) - sq(rc) > 1e-12 * max(sq(r), 1e-30)
+                th, r, lam = cand, rc, max(lam / 10, 1e-9)
+                break
+            lam *= 10
+        if not moved:
+            break
+    return {**f0, **{k: math.exp(v) for k, v in zip(free, th)}}
 
 
 def fit(plan: Plan, meas: dict[str, tuple[float, int]], base: dict[str, float] | None = None,
-        rounds: int = 2) -> tuple[dict[str, float], list[str]]:
-    """Factors that make ``plan``'s prediction meet ``meas`` (see the module docstring)."""
+        ) -> tuple[dict[str, float], list[str]]:
+    """Factors that bring ``plan``'s prediction towards ``meas`` (see the module docstring)."""
+    tab = table()
     f = dict(base or default_factors())
     notes: list[str] = []
-    groups = [g for g in table()["groups"] if g["name"] in meas and g["factors"]]
+    sigma = float(tab["model_error_log"])
+    groups = [g for g in tab["groups"] if g["name"] in meas and g["factors"]]
     phase_groups = [g for g in groups if g["phases"] != ["*"]]
     step_group = next((g for g in groups if g["phases"] == ["*"]), None)
-    chosen: dict[str, str] = {}
-    for _ in range(rounds):
-        used: set[str] = set()
-        for g in phase_groups:
-            name = g["name"]
-            if name not in predicted(plan, f):
-                if _ == 0:
-                    notes.append(f"{name}: measured, but the model has no such phase for this plan; not fitted")
-                continue
-            target = meas[name][0]
-            best: tuple[float, str, float] | None = None
-            for key in (_static(plan, k) for k in g["factors"]):
-                if key in used or key not in f:
-                    continue
-                val = _solve(plan, f, name, key, target)
-                if val is None:
-                    continue
-                cost = abs(math.log(val / f[key])) / _range_width(key)
-                if best is None or cost < best[0]:
-                    best = (cost, key, val)
-            if best is None:
-                if _ == 0:
-                    notes.append(f"{name}: no factor it may move reaches {target:.3g} s; not fitted")
-                continue
-            f[best[1]] = best[2]
-            used.add(best[1])
-            chosen[name] = best[1]
-        if step_group is not None and not phase_groups and _ == 0:
-            # a step timer alone: move the factor the step is most sensitive to (the phase that
-            # dominates it), not a fixed overhead that would not grow with the next setting
-            key = _most_sensitive(plan, f)
-            val = _solve(plan, f, "step", key, meas["step"][0])
-            if val is not None and key != step_group["factors"][0]:
-                f[key] = val
-                chosen["step"] = key
-                notes.append(f"step: only the whole step was timed; moved {key}, the factor it is most sensitive to")
-                break
-        if step_group is not None:
-            key = step_group["factors"][0]
-            target = meas["step"][0]
-            base_s = predicted(plan, {**f, key: 0.0})["step"]
-            f[key] = max(target - base_s, 0.0)
-            chosen["step"] = key
-            if target < base_s and _ == 0:
-                notes.append(f"step: the fitted phases alone take {base_s:.3g} s, more than the measured "
-                             f"{target:.3g} s (phases overlap in this run); step_overhead_s set to 0")
-    for name, key in chosen.items():
+    pred0 = predicted(plan, f)
+    informs: dict[str, list[str]] = {}
+    for g in phase_groups:
+        if g["name"] not in pred0:
+            notes.append(f"{g['name']}: measured, but the model has no such phase for this plan; not fitted")
+            continue
+        informs[g["name"]] = [k for k in (_static(plan, x) for x in g["factors"]) if k in f and f[k] > 0]
+    if not informs and step_group is not None:
+        # a step timer alone: it informs every phase's factors through the phases it contains
+        keys = sorted({_static(plan, k) for x in tab["groups"] if x["phases"] != ["*"] for k in x["factors"]})
+        informs["step"] = [k for k in keys if k in f and f[k] > 0]
+    free = sorted({k for ks in informs.values() for k in ks})
+    if free:
+        f = _map(plan, f, free, {g: meas[g][0] for g in informs}, sigma)
+    if step_group is not None and "step" not in informs:
+        # the whole step: step_overhead_s takes what the fitted phases leave unexplained, weighed
+        # (in seconds) against its published range like every other factor
+        key = step_group["factors"][0]
+        target = meas["step"][0]
+        gap = target - predicted(plan, {**f, key: 0.0})["step"]
+        lo, hi = factor_ranges().get(key, (0.0, 0.0))
+        if plan.hardware.gpu.strip().lower() == "cpu" or hi <= lo:
+            val = gap
+        else:
+            v_p, v_m = ((hi - lo) / 4) ** 2, (sigma * target) ** 2
+            val = (f[key] / v_p + gap / v_m) / (1 / v_p + 1 / v_m)
+        f[key] = max(val, 0.0)
+        if gap < 0:
+            notes.append(f"step: the fitted phases alone take {target - gap:.3g} s, more than the measured "
+                         f"{target:.3g} s (phases overlap in this run); step_overhead_s set to {f[key]:.3g}")
+        elif val < 0.9 * gap:
+            notes.append(f"step: {gap:.3g} s of the measured step is not explained by the phases; step_overhead_s "
+                         f"moved to {f[key]:.3g} s only (published range [{lo:g}, {hi:g}] s)")
+        free.append(key)
+    for key in free:
         lo, hi = factor_ranges().get(key, (None, None))
         if lo is not None and not lo <= f[key] <= hi:
-            notes.append(f"{name} -> {key} = {f[key]:.4g}, outside the published range [{lo:g}, {hi:g}] "
-                         f"for data-centre GPUs: this cluster behaves differently from the published ones")
+            notes.append(f"{key} = {f[key]:.4g}, outside the published range [{lo:g}, {hi:g}] for data-centre "
+                         "GPUs: this cluster behaves differently from the published ones")
     return f, notes
 
 

@@ -61,6 +61,14 @@ GIB = 1024 ** 3
 
 
 @lru_cache(maxsize=1)
+def _round(x: float, places: int) -> float:
+    """``x`` to ``places`` decimals, but never fewer than 6 significant digits: a CPU run's
+    millisecond phases must stay resolvable (calibration differentiates them numerically)."""
+    if x == 0 or not math.isfinite(x):
+        return x
+    return round(x, max(places, 5 - math.floor(math.log10(abs(x)))))
+
+
 def load_table() -> dict[str, Any]:
     return yamlio.safe_load(DATA.read_text())
 
@@ -279,8 +287,8 @@ class _Phase:
     overlapped: bool = False
 
     def out(self) -> PhaseTime:
-        return PhaseTime(phase=self.phase, pool=self.pool, gpus=self.gpus, seconds=round(self.seconds, 4),
-                         lower_bound_s=round(self.lower, 4), bound=self.bound, efficiency=round(self.eff, 4),
+        return PhaseTime(phase=self.phase, pool=self.pool, gpus=self.gpus, seconds=_round(self.seconds, 4),
+                         lower_bound_s=_round(self.lower, 4), bound=self.bound, efficiency=round(self.eff, 4),
                          overlapped=self.overlapped, detail=self.detail)
 
 
@@ -732,7 +740,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
     share = worst.seconds / step_s if step_s else 0.0
     bottleneck = f"{worst.phase} on {worst.pool} ({share:.0%}, {worst.bound})"
     q, band_note = uncertainty()
-    return StepTime(step_s=round(step_s, 3), lower_bound_s=round(lower_s, 3), phases=[p.out() for p in phases],
+    return StepTime(step_s=_round(step_s, 3), lower_bound_s=_round(lower_s, 3), phases=[p.out() for p in phases],
                     step_s_low=round(step_s * math.exp(-q), 3) if q else None,
                     step_s_high=round(step_s * math.exp(q), 3) if q else None, band_note=band_note,
                     bottleneck=bottleneck, critical_path=path, tokens_per_step=int(tokens),
