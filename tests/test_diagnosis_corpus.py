@@ -57,9 +57,9 @@ def test_split_is_by_batch() -> None:
         assert c["split"] == ("validation" if c["batch"] >= acc.VALIDATION_BATCH else "development")
         parts.setdefault(c["source"], set()).add(c["split"])
     assert all(len(v) == 1 for v in parts.values()), "one thread's cases belong to one batch"
-    # batches 1 to 3 were read while the rules were written: never validation again
-    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 3)
-    assert acc.VALIDATION_BATCH >= 4
+    # batches 1 to 4 were read while the rules were written: never validation again
+    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 4)
+    assert acc.VALIDATION_BATCH >= 5
 
 
 @lru_cache(maxsize=None)
@@ -90,11 +90,11 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = (13, 34)
-"""The validation batch (``VALIDATION_BATCH``, now 4) as first measured, blind, at its rule freeze:
+MEASURED_VALIDATION: tuple[int, int] | None = None
+"""The validation batch (``VALIDATION_BATCH``, now 5) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured; whoever measures it records the figure here and in tests/cases/diagnosis/README.md (the
-history: batch 1's hash-split part 25/33 = 76%, batch 2 26/38 = 68%, batch 3 20/32 = 62%)."""
+history: batch 1's hash-split part 25/33 = 76%, batch 2 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -123,15 +123,6 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 13/34 = 38% on the blind batch 4 at the session-4 round-3 rule freeze (goal >= 90%): four OOMs "
-    "placed by phase in the ground truth (backward pass, DPO cross-entropy, Ray host OOM) read as a plain GPU "
-    "OOM; errors no table holds (NeMo-RL's microbatch assertion, HfArgumentParser's unused arguments, vLLM's "
-    "'max_tokens must be at least 1'); logs whose error line is only in the thread's title (an NCCL timeout, "
-    "a bare Ray actor death); questions about metric meaning (negative KL, negative entropy, KL NaN with "
-    "beta 0) and expected generation-bound speed; reward-function misconfigurations read from code; "
-    "degenerate 'sssss' output as reward hacking; and a harmless tokenizer-length warning read as an error. "
-    "Batch 4 is not tuned on while it is the validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""

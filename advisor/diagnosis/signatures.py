@@ -179,6 +179,8 @@ class SignatureScanner:
             for tr in sig.triggers:
                 self._sigs_by_trigger[tr].append(i)
         self._any_marker = _literal_re({mk for _, markers in self._phases for mk in markers})
+        self._no_logprob_pass = tuple(m.lower() for m in oom.get("no_logprob_pass_markers", []))
+        self.no_logprob_pass_seen = False  # a preference/SFT trainer is named: its log-prob pass is the train step
         self._any_hint = _literal_re({h for _, hints in _FRAMEWORK_HINTS for h in hints})
         self._ring: deque[tuple[int, str, tuple[int, ...]]] = deque(maxlen=int(oom.get("lookback_lines", 80)))
         self._requiring = [sig for sig in self._sigs if sig.requires]
@@ -190,7 +192,8 @@ class SignatureScanner:
         # one pre-filter for everything a line can matter for (signature, OOM phase, context)
         self._any_interest = _literal_re(
             triggers | {mk for _, markers in self._phases for mk in markers}
-            | {tr.lower() for sig in self._requiring for tr in sig.row.get("requires_triggers", [])})
+            | {tr.lower() for sig in self._requiring for tr in sig.row.get("requires_triggers", [])}
+            | set(self._no_logprob_pass))
         self._hits: dict[str, SigHit] = {}
         self._requires_met: set[str] = set()
         # a signature re-read in context: e.g. an NCCL timeout next to weight-sync frames
@@ -238,6 +241,8 @@ class SignatureScanner:
                 if any(r.search(t) for r in sig.requires):
                     self._requires_met.add(sig.id)
             self._requiring = [sig for sig in self._requiring if sig.id not in self._requires_met]
+        if not self.no_logprob_pass_seen and any(m in low for m in self._no_logprob_pass):
+            self.no_logprob_pass_seen = True
         if prose_ok and any(w in low for w in self._leak_gate) and len(self.host_leak) < MAX_LINES_KEPT \
                 and self._host_leak.search(t) and not self._gpu_words.search(t):
             self.host_leak.append((line_no, t[:300]))
@@ -393,7 +398,7 @@ class SignatureScanner:
                 # the OOM is named in a description (an issue title) above the pasted trace: its frames follow it
                 phase = min(self.phase_first)
                 self.oom_frames = [self.phase_first[phase]]
-            category = self._phases[phase][0] if phase is not None else "oom_gpu"
+            category = self._phase_category(phase)
             hit = self._oom_hit(category)
             for n, text, _ in self.gpu_oom:
                 hit.add(n, text, False)
@@ -405,7 +410,7 @@ class SignatureScanner:
             out.append(hit)
         elif self.gpu_oom_prose and not host_logged:
             phase = min(self.phase_first) if self.phase_first else None
-            category = self._phases[phase][0] if phase is not None else "oom_gpu"
+            category = self._phase_category(phase)
             hit = self._oom_hit(category)
             for n, text in self.gpu_oom_prose:
                 hit.add(n, text, True)
@@ -415,6 +420,16 @@ class SignatureScanner:
                 hit.note = f"OOM reported; the trace shows the {category.removeprefix('oom_')} phase (line {n})"
             out.append(hit)
         return out
+
+    def _phase_category(self, phase: int | None) -> str:
+        """The OOM's category for a phase index; a log-prob phase in a preference/SFT trainer (no separate
+        log-prob pass) is its training step."""
+        if phase is None:
+            return "oom_gpu"
+        category = self._phases[phase][0]
+        if category == "oom_actor_logprob" and self.no_logprob_pass_seen:
+            return "oom_actor_train"
+        return category
 
     def _oom_hit(self, category: str) -> SigHit:
         oom = self._oom
