@@ -227,3 +227,108 @@ def test_vocabulary_healthy_wordings(text: str, absent: str | None) -> None:
     assert not _errors(text), _cats(text)
     if absent is not None:
         assert absent not in _cats(text)
+
+
+# ---------------------------------------------------------------- round 4 (batch 4 joined development)
+# OOM phases from words and frames, framework error strings read from source (NeMo-RL batched_data_dict,
+# transformers HfArgumentParser, vLLM SamplingParams, Ray ActorDiedError, torch's WorkNCCL watchdog), and
+# questions about metric meaning and speed. Wordings differ from the cases' sentences.
+CUDA_OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79 GiB\n"
+
+FIRST_R4 = [
+    ("# OOM during the backward pass with 8k responses\n" + CUDA_OOM, "oom_actor_train"),
+    ("# 反向传播时显存不够\n" + CUDA_OOM, "oom_actor_train"),
+    ('  File "train.py", line 210, in step\n    loss.backward()\n' + CUDA_OOM, "oom_actor_train"),
+    # a vocabulary cross-entropy frame: the log-prob pass in an RL run, the training step in a DPO run
+    ('  File "functional.py", line 3479, in cross_entropy\n    return torch._C._nn.cross_entropy_loss(\n' + CUDA_OOM,
+     "oom_actor_logprob"),
+    ("# ORPO run, 4 GPUs\n"
+     '  File "functional.py", line 2140, in log_softmax\n    ret = input.log_softmax(dim)\n' + CUDA_OOM, "oom_actor_train"),
+    ("# runs hit a Ray OOM after the first rollout\n", "oom_host_cpu"),
+    ("# the Ray memory monitor keeps killing my reward workers (out of memory)\n", "oom_host_cpu"),
+    # NeMo-RL nemo_rl/distributed/batched_data_dict.py and similar divisibility messages
+    ("AssertionError: Data dict size (6) is not a multiple of the provided microbatch size (4)\n", "batch_size_misconfig"),
+    ("AssertionError: rollout batch 30 not evenly divisible by num_generations=8\n", "batch_size_misconfig"),
+    # transformers hf_argparser.py
+    ("ValueError: Some specified arguments are not used by the HfArgumentParser: ['--reward_fn', 'math']\n",
+     "config_key_error"),
+    # vLLM sampling_params.py _verify_args
+    ("ValueError: max_tokens must be at least 1, got 0.\n", "sequence_length_exceeds_model"),
+    # Ray's actor-death sentences, in a log, in a title, and after Hydra's override echo
+    ("ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n", "ray_actor_death"),
+    ("# Job fails: The actor is dead because its worker process has died\n", "ray_actor_death"),
+    ("Error executing job with overrides: ['trainer.n_gpus_per_node=8', 'data.train_batch_size=32']\n"
+     "Traceback (most recent call last):\nray.exceptions.ActorDiedError: The actor died unexpectedly before "
+     "finishing this task.\n", "ray_actor_death"),
+    ("The actor died because of an error raised in its creation task, ray::WorkerDict.__init__()\n"
+     "TypeError: ModelBridge.__init__() got an unexpected keyword argument 'foo_size'\n", "ray_actor_death"),
+    ("TypeError: GRPOConfig.__init__() got an unexpected keyword argument 'max_prompt_len'\n", "config_key_error"),
+    # torch ProcessGroupNCCL watchdog, in a title
+    ("# 70B PPO: WorkNCCL(SeqNum=12, OpType=ALLREDUCE) ran for 1800012 milliseconds before timing out\n", "nccl_timeout"),
+    ("# NCCL Watchdog caught collective operation timeout on rank 3\n", "nccl_timeout"),
+]
+
+
+@pytest.mark.parametrize("text,expected", FIRST_R4, ids=[f"{i}-{e}" for i, (_, e) in enumerate(FIRST_R4)])
+def test_round4_first_finding(text: str, expected: str) -> None:
+    cats = _cats(text)
+    assert cats and cats[0] == expected, cats
+
+
+TOP3_R4 = [
+    ("# Why does the logged KL go negative sometimes with k1?\n", "metric_artifact_check_first"),
+    ("# policy/entropy is below zero after step 300, is that a bug?\n", "metric_artifact_check_first"),
+    ("# 训练时 kl 为负数\n", "metric_artifact_check_first"),
+    ("# kl shows NaN on every step; beta = 0 in my GRPOConfig\n", "metric_artifact_check_first"),
+    ("# rollout generation is very slow, 3 min per step with G=16\n", "generation_bound"),
+    ("# is this throughput normal for GRPO on 8xA100?\n", "generation_bound"),
+    ("# reward climbs every epoch but the policy now writes aaaaaaa for higher reward\n", "reward_hacking"),
+    ("# scores keep going up while output quality is going down\n", "reward_hacking"),
+]
+
+
+@pytest.mark.parametrize("text,expected", TOP3_R4, ids=[f"{i}-{e}" for i, (_, e) in enumerate(TOP3_R4)])
+def test_round4_in_top3(text: str, expected: str) -> None:
+    cats = _cats(text)
+    assert expected in cats[:3], cats
+
+
+def test_speed_question_is_not_an_error() -> None:
+    found = diagnose_text("# GRPO is much slower than PPO for me\n").findings
+    assert [f.category for f in found] == ["generation_bound"] and found[0].severity in {"info", "warning"}
+
+
+def test_tokenizer_length_warning_alone_is_not_an_error() -> None:
+    warning = ("Token indices sequence length is longer than the specified maximum sequence length for this model "
+               "(4100 > 4096). Running this sequence through the model will result in indexing errors\n")
+    assert not _errors(warning), _cats(warning)
+    # the actual failure still is one
+    assert _errors(warning + "ValueError: Input prompt (5000 tokens) is too long and exceeds limit of 4096\n")
+
+
+def test_nan_kl_with_nan_loss_stays_an_error() -> None:
+    text = "# kl is nan and loss is nan from step 12, beta = 0.04\n"
+    assert "grad_norm_nan" in _errors(text), _cats(text)
+
+
+HEALTHY_R4 = [
+    ("# the backward pass takes 40% of the step\n", "oom_actor_train"),
+    ("# kl stays positive, entropy around 0.4\n", "metric_artifact_check_first"),
+    ("# entropy is decreasing slowly, as expected\n", "metric_artifact_check_first"),
+    ("# kl 0.02 at step 100, loss finite\n", "metric_artifact_check_first"),
+    ("# generation takes 60% of the step\n", None),
+    ("# step time 45 s, reward 0.62 and rising\n", "reward_hacking"),
+    ("# reward improves and the outputs look better than the SFT model\n", "reward_hacking"),
+    ("INFO: using DPOTrainer with beta 0.1, batch 64\n", "oom_actor_train"),
+    ("# the Ray dashboard shows the actor is alive and healthy\n", "ray_actor_death"),
+    ("NCCL INFO comm 0x55 rank 3 nranks 8 - Init COMPLETE; NCCL_TIMEOUT=1800\n", None),
+    ("# Some specified arguments were checked against the HfArgumentParser and all were used\n", "config_key_error"),
+    ("max_tokens: 1024\nSamplingParams(n=8, temperature=1.0, max_tokens=1024)\n", "sequence_length_exceeds_model"),
+]
+
+
+@pytest.mark.parametrize("text,absent", HEALTHY_R4, ids=[f"{i}" for i in range(len(HEALTHY_R4))])
+def test_round4_healthy_wordings(text: str, absent: str | None) -> None:
+    assert not _errors(text), _cats(text)
+    if absent is not None:
+        assert absent not in _cats(text)
