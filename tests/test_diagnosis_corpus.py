@@ -104,7 +104,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (19, 29)
 """The validation batch (``VALIDATION_BATCH``, now 5) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured; whoever measures it records the figure here and in tests/cases/diagnosis/README.md (the
@@ -137,6 +137,13 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "measured 19/29 = 66% on the blind batch 5 at the session-4 round-4 rule freeze (goal >= 90%): agent tool-"
+    "call parse errors described in prose (2), an NCCL watchdog hang without the collective-timeout line, an "
+    "empty weight loaded into vLLM, vLLM's 'no available memory for the cache blocks' in prose, Ray's OOM-"
+    "prevention message read as a GPU OOM, a DPO fp16 run whose NaN shows only as a zero loss, response-length "
+    "growth read as a KL blow-up, and two shortcut rewards read as generic reward hacking (the near category). "
+    "Batch 5 is not tuned on while it is the validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
