@@ -260,7 +260,7 @@ def test_verl_fsdp2_generation_and_step_within_15_percent() -> None:
 
 
 @pytest.mark.xfail(strict=True, reason="measured: Megatron log-prob +32%, update +38%, generation +13%, step +13% after "
-                   "calibration (uncalibrated +31% / +44% / +0% / +17%). "
+                   "calibration (uncalibrated +31% / +44% / +0% / +16%). "
                    "veRL Megatron's update took 344 s on 16 GPUs and 347 s on 12 (and log-prob 119 s vs 120 s): "
                    "phases that do not scale with the GPU count are beyond a FLOPs model with one "
                    "efficiency per phase")

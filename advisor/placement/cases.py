@@ -471,6 +471,21 @@ def _duration_s(text: str) -> float:
     return v * (86400 if unit.startswith("day") else 3600 if unit.startswith("h") else 60)
 
 
+DSCHAT_SCRIPTS: dict[tuple[str, str], dict[str, Any]] = {
+    # DeepSpeed-Chat's step-3 example scripts (microsoft/DeepSpeedExamples,
+    # applications/DeepSpeed-Chat/training/step3_rlhf_finetuning/training_scripts/): the settings
+    # the benchmark's model sizes run with where full fine-tuning would not fit the scope. All use
+    # ZeRO-3 (ZeRO-0 on one GPU) and actor gradient checkpointing, as _ppo_plan assumes.
+    ("OPT-1.3B", "single_gpu"): {"path": "opt/single_gpu/run_1.3b.sh"},
+    ("OPT-1.3B", "single_node"): {"path": "opt/single_node/run_1.3b.sh"},
+    ("OPT-6.7B", "single_node"): {"path": "opt/single_node/run_6.7b.sh"},
+    ("OPT-6.7B", "single_gpu"): {"path": "opt/single_gpu/run_6.7b_lora.sh", "lora_dim": 128},
+    ("OPT-13B", "single_node"): {"path": "opt/single_node/run_13b.sh", "lora_dim": 128, "inference_tp": 2},
+    ("OPT-30B", "single_node"): {"path": "opt/single_node/run_30b_lora.sh", "lora_dim": 128},
+    ("OPT-66B", "multi_node"): {"path": "opt/multi_node/run_66b.sh", "lora_dim": 128, "inference_tp": 8},
+}
+
+
 def _dschat_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCase]:
     s = case.get("settings", {})
     prompt, gen = int(s.get("prompt_tokens", 256)), int(s.get("generated_tokens", 256))
@@ -496,8 +511,11 @@ def _dschat_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Time
                 out.append(TimeCase(case=case["id"], row=label, metric="epoch_s", published=_duration_s(val),
                                     scored=False, skip_reason=f"no dimensions for {model}"))
                 continue
-            tp = _min_tp(_params(model, extra), _hbm(gpu), 0.5)
+            scope = "single_gpu" if count == 1 else "single_node" if count <= 8 else "multi_node"
+            script = DSCHAT_SCRIPTS.get((model, scope), {})
+            tp = int(script.get("inference_tp", 0)) or _min_tp(_params(model, extra), _hbm(gpu), 0.5)
             tp = min(tp, count)
+            lora = int(script.get("lora_dim", 0))
             pools = [Pool(name="all", nodes=max(1, count // 8), gpus_per_node=min(8, count),
                           roles=["policy", "reference", "critic", "reward", "rollout"])]
             name = f"dschat-{model.lower().replace('.', '-')}-{count}"
@@ -509,7 +527,10 @@ def _dschat_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Time
                               mode="colocated", rollout_tp=tp, offload=count == 1, extra=extra, prompt=prompt,
                               resp_max=gen, resp_mean=gen, batch=per_gpu * count, mini=per_gpu * count,
                               micro=per_gpu, critic="OPT-350M", reward="OPT-350M")
-                return p.model_copy(update={"rollout": p.rollout.model_copy(update={"max_num_seqs": per_gpu})})
+                upd = {"rollout": p.rollout.model_copy(update={"max_num_seqs": per_gpu})}
+                if lora:
+                    upd["memory"] = p.memory.model_copy(update={"lora_rank": lora})
+                return p.model_copy(update=upd)
 
             per_gpu, why = _largest_fitting_batch(plan_for, max(1, batch // count))
             if not per_gpu:
@@ -522,7 +543,10 @@ def _dschat_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Time
                                 inferred=[f"{per_gpu} sequences per GPU per step: {why} (BenckmarkSetting.md: "
                                           "the largest training batch that fits, at most 1024 pairs; the same "
                                           "per-device batch generates, trains, 1 PPO epoch)",
-                                          f"hybrid-engine inference TP{tp} (smallest with weights <= 50% of HBM)",
+                                          (f"hybrid-engine inference TP{tp}, actor LoRA dim {lora or 'none'} "
+                                           f"(DeepSpeed-Chat's example script {script['path']})" if script else
+                                           f"hybrid-engine inference TP{tp} (smallest with weights <= 50% of HBM); "
+                                           "full fine-tuning (no example script for this size and scope)"),
                                           "optimizer offload on 1 GPU",
                                           "Azure NDm A100 v4 network: 8 x 200 Gb/s HDR per node"]))
     return out
