@@ -94,9 +94,17 @@ class LocalRayHead:
         self.token_path = Path(self.temp_dir) / "auth_token"
         if auth == "token":
             self.token = secrets.token_hex(32)
-            fd = os.open(self.token_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(self.token)
+        self._write_token()
+
+    def _write_token(self) -> None:
+        """The head's temp folder with its token file (0600): at set-up, and again before a retried
+        start, since ``stop`` after an early exit removes the folder."""
+        os.makedirs(self.temp_dir, mode=0o700, exist_ok=True)
+        if self.token is None:
+            return
+        fd = os.open(self.token_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(self.token)
 
     def client_env(self) -> dict[str, str]:
         """Environment for a client (driver, CLI, backend) of this head: its auth settings."""
@@ -129,6 +137,7 @@ class LocalRayHead:
                 if attempt == attempts:
                     raise
                 self.dashboard_port, self.gcs_port = free_port(), free_port()
+                self._write_token()  # stop() removed the temp folder and the token in it
         return self
 
     def _start_once(self) -> "LocalRayHead":

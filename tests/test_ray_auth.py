@@ -116,3 +116,27 @@ def test_throwaway_head_ignores_a_token_in_home_and_auth_mode_env(
     monkeypatch.setenv("RAY_AUTH_MODE", "token")
     with LocalRayHead(num_cpus=2) as head:
         _submit_logs_status_stop(RayBackend(head.address), tmp_path, f"home-{os.getpid()}")
+
+
+@pytest.mark.integration
+def test_token_head_retried_after_an_early_exit_keeps_its_token() -> None:
+    """A head whose first ``ray start`` dies early (its GCS port taken between choosing and binding
+    it) is retried with fresh ports; the retry must find the token file that the failed attempt's
+    clean-up removed (CI, session 4: 'RAY_AUTH_TOKEN_PATH is set but file cannot be opened')."""
+    import socket
+
+    from backends.ray_head import LocalRayHead
+
+    head = LocalRayHead(num_cpus=1, auth="token")
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", head.gcs_port))
+    blocker.listen(1)
+    taken = head.gcs_port
+    try:
+        head.start()
+        assert head.gcs_port != taken, "the first attempt should have failed on the taken port"
+        assert head.token_path.read_text(encoding="utf-8") == head.token
+        assert oct(head.token_path.stat().st_mode & 0o777) == "0o600"
+    finally:
+        blocker.close()
+        head.stop()

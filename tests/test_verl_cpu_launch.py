@@ -105,13 +105,18 @@ def test_verl_launch_on_ray_runs_to_its_first_cuda_need(workspace) -> None:
     elapsed = time.monotonic() - started
     print(f"veRL CPU launch: {status.state.value} after {elapsed:.0f} s (head start included)")
 
-    # how far veRL got, from its own log lines, in order
+    # how far veRL got, from its own log lines
     positions = {}
     for name, marker in MARKERS:
         assert marker in logs, f"veRL did not reach {name!r} ({marker!r}); log tail:\n{logs[-4000:]}"
         positions[name] = logs.index(marker)
-    order = [name for name, _ in MARKERS]
-    assert sorted(order, key=positions.get) == order, positions
+    # The driver's lines come in the launch's order, but inside Ray its actors' print()s and logger
+    # lines are separately buffered streams that Ray interleaves as they flush (CI once showed
+    # 'dataset len' after 'Total training steps'), so the TaskRunner's stages are checked as a set:
+    # config checks, then ray.init, then everything else; the CUDA stop after the TaskRunner started.
+    assert positions["config checks"] < positions["ray.init"] < min(
+        v for k, v in positions.items() if k not in ("config checks", "ray.init")), positions
+    assert positions["first CUDA need"] > positions["dataset class"], positions
     # the job and the Ray workers veRL started ran in veRL's environment
     assert f"'py_executable': '{python}'" in logs
     venv_site = str(Path(python).parent.parent / "lib")
