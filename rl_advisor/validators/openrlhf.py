@@ -213,15 +213,8 @@ def _entry_checks(module: str, args: Any, checks: list[str], warnings: list[str]
         if not source_checks.has_function(path, qualname):
             warnings.append(f"{path.name}:{qualname} not found in the installed release; its checks did not run")
             continue
-        rep = source_checks.run(path, qualname, params, stop_at=GPU_CALLS)
-        checks.append(rep.summary())
-        checks.extend("  " + c.line() for c in rep.checks if c.status in ("passed", "failed"))
-        if rep.incomplete:
-            warnings.append(f"{rep.function}: not every check could be evaluated here ({rep.incomplete})")
-        if rep.error:
-            failed = next((c for c in rep.checks if c.status == "failed"), None)
-            flags = ", ".join("--" + k for k in failed.keys) if failed and failed.keys else ""
-            errors.append(f"{rep.function} [{failed.where if failed else '?'}]: {rep.error}"
-                          + (f" (change: {flags})" if flags else ""))
+        error = source_checks.run(path, qualname, params, stop_at=GPU_CALLS).record(checks, warnings, "--")
+        if error:
+            errors.append(error)
             break
     return errors

@@ -65,6 +65,19 @@ class CheckReport:
         parts = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
         return f"{self.function}: {len(self.checks)} checks ({parts or 'none'})"
 
+    def record(self, checks: list[str], warnings: list[str], key_prefix: str = "") -> str | None:
+        """Add this report to a validator's result lines; the error line (the framework's message,
+        where it failed and the keys to change, each written with ``key_prefix``) or None."""
+        checks.append(self.summary())
+        checks.extend("  " + c.line() for c in self.ran())
+        if self.incomplete:
+            warnings.append(f"{self.function}: not every check could be evaluated here ({self.incomplete})")
+        if not self.error:
+            return None
+        failed = next((c for c in self.checks if c.status == "failed"), None)
+        keys = ", ".join(key_prefix + k for k in failed.keys) if failed and failed.keys else ""
+        return f"{self.function} [{failed.where if failed else '?'}]: {self.error}" + (f" (change: {keys})" if keys else "")
+
 
 @cache
 def _tree(path: str) -> ast.Module:

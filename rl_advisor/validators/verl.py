@@ -255,14 +255,9 @@ def _trainer_checks(cfg, checks: list[str], warnings: list[str]) -> list[str]:
         runs.append(source_checks.run(v1 / "replay_buffer.py", "ReplayBuffer.__init__", kwargs))
     errors: list[str] = []
     for rep in runs:
-        checks.append(rep.summary())
-        checks.extend("  " + c.line() for c in rep.checks if c.status in ("passed", "failed"))
-        if rep.incomplete:
-            warnings.append(f"{rep.function}: not every check could be evaluated here ({rep.incomplete})")
-        if rep.error:
-            failed = next((c for c in rep.checks if c.status == "failed"), None)
-            keys = f" (change: {', '.join(failed.keys)})" if failed and failed.keys else ""
-            errors.append(f"{rep.function} [{failed.where if failed else '?'}]: {rep.error}{keys}")
+        error = rep.record(checks, warnings)
+        if error:
+            errors.append(error)
             break
     if not errors and cfg.algorithm.get("use_kl_in_reward", False):
         try:
