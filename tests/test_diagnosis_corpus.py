@@ -57,9 +57,9 @@ def test_split_is_by_batch() -> None:
         assert c["split"] == ("validation" if c["batch"] >= acc.VALIDATION_BATCH else "development")
         parts.setdefault(c["source"], set()).add(c["split"])
     assert all(len(v) == 1 for v in parts.values()), "one thread's cases belong to one batch"
-    # batches 1 to 4 were read while the rules were written: never validation again
-    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 4)
-    assert acc.VALIDATION_BATCH >= 5
+    # batches 1 to 5 were read while the rules were written: never validation again
+    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 5)
+    assert acc.VALIDATION_BATCH >= 6
 
 
 @lru_cache(maxsize=None)
@@ -82,6 +82,27 @@ DEVELOPMENT_MISSES: dict[str, str] = {
     "trl-5312-vllm-sleep-mode-weights-not-synced": (
         "the metrics show a large rollout/trainer log-prob gap (reported as rollout_train_logprob_mismatch); that "
         "the gap comes from sleep mode skipping the weight sync is in the thread's title only"),
+    # batch 5 (joined development in round 5): misses not yet read by a general rule
+    "nemo-gym-605-malformed-tool-json-crashes-run": (
+        "a prose report of malformed JSON tool-call arguments crashing the run; no tool-call parse wording class yet"),
+    "openr1-478-grpo-8gpu-nccl-watchdog-stuck": (
+        "torch's ProcessGroupNCCL heartbeat line ('watchdog got stuck ... without making progress') is not in the table yet"),
+    "r1v-132-load-weight-size0-into-vllm": (
+        "vLLM's weight loader assertion on an empty (ZeRO-3 partitioned, torch.Size([0])) tensor is not in the table yet"),
+    "s3-10-no-memory-for-cache-blocks-4x3090": (
+        "vLLM's 'no available memory for the cache blocks' written in lower case in prose: the table's pattern is case-sensitive"),
+    "search-r1-45-ray-oom-prevention-message": (
+        "Ray's OOM-prevention documentation message (RAY_memory_usage_threshold) is read as a GPU OOM from its 'out of memory'"),
+    "smol-course-61-dpo-fp16-nan-zero-loss": (
+        "a DPO loss that is exactly zero from the second step (a non-finite fp16 loss) has no rule"),
+    "trinity-rft-176-clip-ratio-response-length-blowup": (
+        "'response length and clip ratio blow-up' is read as a KL blow-up; the response-length wording class misses it"),
+    "verl-3070-agent-loop-keyerror-invalid-tool-call": (
+        "a prose report of invalid tool calls (KeyError in _call_tool); no tool-call parse wording class yet"),
+    "visual-rft-176-empty-answer-always-rewarded": (
+        "an empty answer rewarded (a shortcut in the reward rule) is named reward_hacking, the near category"),
+    "visual-rft-79-multi-label-answer-hacks-accuracy": (
+        "a multi-label answer exploiting the accuracy rule (a shortcut) is named reward_hacking, the near category"),
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one
@@ -104,11 +125,12 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = (19, 29)
-"""The validation batch (``VALIDATION_BATCH``, now 5) as first measured, blind, at its rule freeze:
+MEASURED_VALIDATION: tuple[int, int] | None = None
+"""The validation batch (``VALIDATION_BATCH``, now 6) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured; whoever measures it records the figure here and in tests/cases/diagnosis/README.md (the
-history: batch 1's hash-split part 25/33 = 76%, batch 2 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%)."""
+history: batch 1's hash-split part 25/33 = 76%, batch 2 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%,
+batch 5 19/29 = 66%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -137,13 +159,6 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 19/29 = 66% on the blind batch 5 at the session-4 round-4 rule freeze (goal >= 90%): agent tool-"
-    "call parse errors described in prose (2), an NCCL watchdog hang without the collective-timeout line, an "
-    "empty weight loaded into vLLM, vLLM's 'no available memory for the cache blocks' in prose, Ray's OOM-"
-    "prevention message read as a GPU OOM, a DPO fp16 run whose NaN shows only as a zero loss, response-length "
-    "growth read as a KL blow-up, and two shortcut rewards read as generic reward hacking (the near category). "
-    "Batch 5 is not tuned on while it is the validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
