@@ -1,4 +1,4 @@
-"""Wording classes and framework strings added for the misses of the blind batch 2 (session 4).
+"""Wording classes and framework strings added for the misses of the blind batches 2 to 5 (session 4, rounds 2-5).
 
 Each rule is tested on wordings other than the cases' own sentences, and on healthy texts that
 share its words but report no failure (they must not fire, or at least raise no error):
@@ -332,3 +332,111 @@ def test_round4_healthy_wordings(text: str, absent: str | None) -> None:
     assert not _errors(text), _cats(text)
     if absent is not None:
         assert absent not in _cats(text)
+
+
+# ---------------------------------------------------------------- round 5 (batch 5's misses read)
+# Framework strings (each with its source in diagnosis_signatures.yaml) and wording classes, in wordings other
+# than the cases' own sentences.
+FIRST_R5 = [
+    # torch ProcessGroupNCCL.cpp HeartbeatMonitor: the watchdog itself hung
+    ("[rank3]:[E1111 17:10:53.1 ProcessGroupNCCL.cpp:1484] [PG ID 0 PG GUID 0 Rank 3] ProcessGroupNCCL's watchdog "
+     "got stuck for 600 seconds without making progress in monitoring enqueued collectives.\n", "nccl_timeout"),
+    # vLLM's weight loader given a ZeRO-3 partitioned (empty) tensor
+    ("[rank0]: AssertionError: Attempted to load weight (torch.Size([0])) into parameter "
+     "(torch.Size([151936, 896]))\n", "vllm_weight_sync_failure"),
+    # Ray's memory monitor kill message, other parts of it than the case's
+    ("(raylet) Memory on the node (IP: 10.0.0.2) where the task was running was 120.1GB / 125.0GB (0.96), which "
+     "exceeds the memory usage threshold of 0.95. To adjust the kill threshold, set the environment variable "
+     "`RAY_memory_usage_threshold` when starting Ray.\n", "oom_host_cpu"),
+    ("Refer to the documentation on how to address the out of memory issue: "
+     "https://docs.ray.io/en/latest/ray-observability/user-guides/debug-apps/debug-memory.html.\n", "oom_host_cpu"),
+    # vLLM's KV-cache message in any case: the engine's memory (the plain GPU OOM named beside it)
+    ("ValueError: no available memory for the cache blocks. Try increasing `gpu_memory_utilization`\n",
+     "oom_rollout_wakeup"),
+]
+
+
+@pytest.mark.parametrize("text,expected", FIRST_R5, ids=[f"{i}-{e}" for i, (_, e) in enumerate(FIRST_R5)])
+def test_round5_first_finding(text: str, expected: str) -> None:
+    found = _cats(text)
+    assert found and found[0] == expected, found
+
+
+TOP3_R5 = [
+    ("# the run crashes whenever the policy writes a malformed tool call\n", "tool_call_parse_errors"),
+    ("# KeyError raised from _call_tool after a few steps of multi-turn training\n", "tool_call_parse_errors"),
+    ("# when the function call has invalid JSON the rollout worker fails\n", "tool_call_parse_errors"),
+    ("WARNING tool_agent_loop.py:466: Invalid JSON in arguments for 'search': Expecting value\n",
+     "tool_call_parse_errors"),
+    ("WARNING tool_agent_loop.py:459: Unknown function 'calc'. Available tools: ['calc_gsm8k_reward']\n",
+     "tool_call_parse_errors"),
+    ("# completion lengths blow-up after step 300 and the reward stalls\n", "response_length_explosion"),
+    ("# the response length explosion starts around epoch 3\n", "response_length_explosion"),
+    # a shortcut in a rule-based reward, in other words
+    ("# our format reward returns 1.0 even when the answer tag is empty\n", "reward_hacking_shortcut"),
+    ("# a blank answer gets a reward of 1 because of the substring test\n", "reward_hacking_shortcut"),
+    ("# the policy learned to list several labels at once and the matching reward still scores it\n",
+     "reward_hacking_shortcut"),
+    # "reward hacking" alone names both readings
+    ("# I think we see reward hacking after step 500\n", "reward_hacking"),
+    ("# I think we see reward hacking after step 500\n", "reward_hacking_shortcut"),
+    # a preference/SFT loss of exactly 0 from the first steps: a non-finite loss the Trainer's log filter hides
+    ("# DPOTrainer: the loss is 0.0 from step 2 on, lr 5e-7\n", "grad_norm_nan"),
+    ("# SFT with fp16: after the first step the loss is 0\n", "grad_norm_nan"),
+    ("# no available memory for the cache blocks on two 24 GB cards\n", "oom_gpu"),
+]
+
+
+@pytest.mark.parametrize("text,expected", TOP3_R5, ids=[f"{i}-{e}" for i, (_, e) in enumerate(TOP3_R5)])
+def test_round5_in_top3(text: str, expected: str) -> None:
+    assert expected in _cats(text)[:3], _cats(text)
+
+
+HEALTHY_R5 = [
+    # negation: the wording classes must not fire on a denied symptom
+    ("# no completion exceeds max_completion_length, the mean length is 300\n", "response_truncation"),
+    ("# completions never exceed the max_completion_length\n", "response_truncation"),
+    ("# not a single response goes over max_new_tokens\n", "response_truncation"),
+    ("# the run finished without any NaN in the loss\n", "grad_norm_nan"),
+    ("# no NaN in grad_norm after 2000 steps\n", "grad_norm_nan"),
+    ("# no OOM so far at step 300 with micro batch 4\n", "oom_gpu"),
+    ("# 200 steps without any OOM after enabling offload\n", "oom_gpu"),
+    # tool calls described, not failing
+    ("# the parser returns an error message to the model on an invalid tool call\n", "tool_call_parse_errors"),
+    ("# the model makes about 3 tool calls per episode\n", "tool_call_parse_errors"),
+    # a clip ratio is not the importance ratio
+    ("# the clip ratio is huge at the start and settles later\n", "kl_explosion"),
+    # a GRPO loss of 0 is normal (zero-mean advantages); a preference loss that falls slowly is learning
+    ("# GRPO loss is 0 at the first step\n", "grad_norm_nan"),
+    ("# DPO loss decreases from 0.69 to 0.3 over two epochs\n", "grad_norm_nan"),
+    # a Ray OOM setting or its docs named, no kill
+    ("export RAY_memory_usage_threshold=0.98\n", "oom_host_cpu"),
+    ("# per the ray-oom-prevention docs we set RAY_memory_usage_threshold to 0.99 before the run\n", "oom_gpu"),
+    # vLLM weight shapes that match, or a mismatch at model load (not a weight sync)
+    ("INFO loader.py: Loading weights took 3.1 seconds\n", "vllm_weight_sync_failure"),
+    ("AssertionError: Attempted to load weight (torch.Size([4096, 12288])) into parameter "
+     "(torch.Size([4096, 8192]))\n", "vllm_weight_sync_failure"),
+    ("# the reward keeps improving and the answers are correct on the held-out set\n", "reward_hacking_shortcut"),
+]
+
+
+@pytest.mark.parametrize("text,absent", HEALTHY_R5, ids=[f"{i}" for i in range(len(HEALTHY_R5))])
+def test_round5_healthy_wordings(text: str, absent: str | None) -> None:
+    assert not _errors(text), _cats(text)
+    if absent is not None:
+        assert absent not in _cats(text), _cats(text)
+
+
+def test_negated_symptom_still_fires_when_a_later_mention_is_not_negated() -> None:
+    text = "# no NaN in the first 100 steps, but at step 140 the loss becomes nan\n"
+    assert "grad_norm_nan" in _errors(text), _cats(text)
+
+
+def test_ambiguous_reading_ranks_below_the_sure_one() -> None:
+    """An also_category twin carries lower confidence; a phase OOM read from a frame gets no plain-OOM twin."""
+    found = diagnose_text("ValueError: No available memory for the cache blocks.\n").findings
+    assert [f.category for f in found[:2]] == ["oom_rollout_wakeup", "oom_gpu"]
+    assert found[0].confidence > found[1].confidence and found[0].score > found[1].score
+    framed = ('  File "/x/vllm/worker/worker.py", line 9, in determine_num_available_blocks\n'
+              "ValueError: No available memory for the cache blocks.\n")
+    assert "oom_gpu" not in _cats(framed)

@@ -450,8 +450,15 @@ def _evidence_kind(f: Finding) -> str:
 
 
 def _score(f: Finding, tax: dict) -> float:
+    """The rank key as one number: severity first, then the kind of evidence (a log line or a metric over a
+    description), then the category's priority (how much it explains the others), then the finding's confidence
+    (0..1, below one priority step). Where severity, evidence kind and priority tie, the surer reading comes
+    first: a message read itself (0.9) before an indirect sign or the second, near reading of the same words
+    (an ``also_category`` twin, 0.2 lower). Confidence is not put before priority: measured on the development
+    cases, a bare SIGKILL (0.7, the root cause) then fell behind the Ray actor death it caused (0.9)."""
     prio = tax.get(f.category, {}).get("priority", 5)
-    return SEVERITY_RANK[f.severity] * 100 + _KIND_WEIGHT[_evidence_kind(f)] * 10 + prio
+    conf = min(0.99, max(0.0, f.confidence))
+    return round(SEVERITY_RANK[f.severity] * 100 + _KIND_WEIGHT[_evidence_kind(f)] * 10 + prio + conf, 2)
 
 
 def _first_line(f: Finding) -> int:

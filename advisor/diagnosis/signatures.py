@@ -86,10 +86,35 @@ class SigHit:
         return not self.log_lines
 
 
+def _also(hit: SigHit, category: str) -> SigHit:
+    """The same evidence under a second, near category (``also_category``): for a wording (or message) that
+    the sources do not tie to one of two categories, e.g. "reward hacking" (a shortcut in a rule-based reward,
+    or a reward model over-optimised) or an OOM whose phase is read only from its own words. Its confidence is
+    lower than the first reading's, so the first stays ahead where the rest ties."""
+    row = dict(hit.row, confidence=round(float(hit.row.get("confidence", 0.9)) - 0.2, 2))
+    twin = SigHit(f"{hit.id}/{category}", category, hit.severity, row, count=hit.count,
+                  log_lines=list(hit.log_lines), prose_lines=list(hit.prose_lines), groups=dict(hit.groups),
+                  note=hit.note, alarming_prose=hit.alarming_prose)
+    return twin
+
+
 _BENIGN = re.compile(r"(?i)\b(?:expected|is normal|are normal|normal behaviou?r|by design|harmless|benign|"
                      r"not a (?:problem|failure|bug)|nothing to worry|intended)\b")
 
 _CLAUSE_BREAK = re.compile(r"[;.!?]\s|\b(?:but|while|whereas|although|though|however)\b", re.IGNORECASE)
+
+
+# a negator right before a described symptom ("no completion exceeds max_completion_length", "without any NaN",
+# "not a single response is clipped", "none of the groups"): at most two determiners between it and the match
+_NEGATOR = re.compile(r"(?i)\b(?:no|not|never|without|none of|nor|zero)\s+(?:(?:any|a|an|the|single|one|more|further|"
+                      r"of the|of)\s+){0,2}$")
+
+
+def _negated(text: str, at: int) -> bool:
+    """Whether the match at ``at`` in a description is negated by the words just before it, in its clause.
+    A negation after the symptom ("NaN appears, not in the loss") is not read: it rarely denies the symptom."""
+    head = text[max(0, at - 40):at]
+    return bool(head) and _NEGATOR.search(head) is not None
 
 
 def _clause(text: str, at: int) -> str:
@@ -207,6 +232,7 @@ class SignatureScanner:
         self.host_oom_prose: list[tuple[int, str]] = []
         self.host_leak: list[tuple[int, str]] = []  # prose naming a growing host memory (a leak)
         self.phase_first: dict[int, tuple[int, str]] = {}
+        self.phase_lines = 0  # lines holding a phase marker (the OOM line itself may be one)
         self.framework_votes: dict[str, int] = {}
         self._votes_left = 500
         self.lines = 0
@@ -261,6 +287,8 @@ class SignatureScanner:
                 continue
             for pat in sig.patterns:
                 m = pat.search(t)
+                if m and sig.prose and _negated(t, m.start()):
+                    m = next((x for x in pat.finditer(t) if not _negated(t, x.start())), None)
                 if m:
                     hit = self._hits.get(sig.id)
                     if hit is None:
@@ -275,7 +303,7 @@ class SignatureScanner:
                 if len(self.gpu_oom) < MAX_LINES_KEPT:
                     phase = self._phase_before(phases)
                     self.gpu_oom.append((line_no, t[:300], phase))
-                    if phase is not None and not self.oom_frames:
+                    if phase is not None and not self.oom_frames and self.phase_lines <= 1:
                         self.oom_frames = [(n, text) for n, text, ph in self._ring if phase in ph][-3:]
         elif ("oom" in low or "out of memory" in low) and any(p.search(t) for p in self._prose_oom) \
                 and not self._prose_exclude.search(t):
@@ -315,6 +343,8 @@ class SignatureScanner:
 
     def _phases_in(self, low: str, t: str) -> tuple[int, ...]:
         phases = tuple(i for i, (_, markers) in enumerate(self._phases) if any(mk in low for mk in markers))
+        if phases:
+            self.phase_lines += 1
         for i in phases:
             self.phase_first.setdefault(i, (self.lines, t[:300]))
         return phases
@@ -361,6 +391,8 @@ class SignatureScanner:
             if sig.row.get("unless_gpu_oom") and self.gpu_oom:
                 continue  # a CUDA OOM in the log is the first error; this inference yields to it
             out.append(hit)
+            if sig.row.get("also_category"):
+                out.append(_also(hit, sig.row["also_category"]))
         out.extend(self._oom_hits())
         out.extend(self._ratio_hits())
         return out
@@ -404,10 +436,18 @@ class SignatureScanner:
                 hit.add(n, text, False)
             for n, text in self.oom_frames:
                 hit.add(n, text, False)
-            if phase is not None:
+            if phase is not None and self.oom_frames:
                 lines = ", ".join(str(n) for n, _ in self.oom_frames)
                 hit.note = f"phase from the traceback frames before the OOM line (lines {lines})"
             out.append(hit)
+            if phase is not None and not self.oom_frames and self.phase_lines <= 1:
+                # the phase is read from the OOM message's own words (vLLM's "No available memory for the cache
+                # blocks" is the engine's KV cache) and no other line shows a phase: the plain GPU OOM is named too
+                hit.note = "phase from the OOM message's own words, no traceback frame"
+                plain = self._oom_hit("oom_gpu")
+                out.append(_also(SigHit(hit.id, hit.category, hit.severity, plain.row, count=hit.count,
+                                        log_lines=hit.log_lines, prose_lines=hit.prose_lines, note=hit.note),
+                                 "oom_gpu"))
         elif self.gpu_oom_prose and not host_logged:
             phase = min(self.phase_first) if self.phase_first else None
             category = self._phase_category(phase)
