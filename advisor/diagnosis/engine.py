@@ -59,6 +59,15 @@ def _looks_binary(text: str) -> bool:
     return bad > 1 and bad * 20 > len(text)
 
 
+def _newlines(data: bytes, lo: int, hi: int) -> int:
+    """How many newlines ``data[lo:hi]`` holds. ``bytes.count`` of one byte is a plain byte loop (about
+    1.5 GB/s, a third of a diagnosis of a long log); ``replace`` skips from newline to newline with
+    ``memchr`` and copies the rest (about 3x faster on log lines), so long ranges use that."""
+    if hi - lo < 65536:
+        return data.count(b"\n", lo, hi)
+    return hi - lo - len(data[lo:hi].replace(b"\n", b""))
+
+
 _WHOLE_FILE_FORMATS = frozenset({"csv", "table"})
 _TQDM_BYTES = re.compile(rb"(\d+)/(\d+) \[[\d:]+<")
 
@@ -168,7 +177,7 @@ class DiagnosisSession:
         """The lines of ``body[lo:hi]`` (ending in a newline) past the prose zone, read in place.
         Most lines are never looked at; a metric record that sampling skips costs a few integer
         operations."""
-        count, find, rfind, startswith = body.count, body.find, body.rfind, body.startswith
+        find, rfind, startswith = body.find, body.rfind, body.startswith
         n = self.line_no  # the line number of the last line handled
         done = lo  # offset of the first byte not yet counted
         reader = self.reader
@@ -191,13 +200,13 @@ class DiagnosisSession:
                         skipped += 1
                         continue
                 start = rfind(b"\n", 0, end) + 1
-                n += count(b"\n", done, start) + 1
+                n += _newlines(body, done, start) + 1
                 if startswith(b"{'", start):
                     self._progress_before(body, done, start)
                 self._file_store.extend(reader.feed_line(n, body[start:end].decode("utf-8", "replace")))
             else:
                 start = rfind(b"\n", 0, end) + 1
-                n += count(b"\n", done, start) + 1
+                n += _newlines(body, done, start) + 1
                 text = body[start:end].decode("utf-8", "replace")
                 if kinds & RECORD and metrics and _is_record(text):
                     self._file_store.extend(reader.feed_line(n, text))  # a record that also names a trigger
@@ -209,7 +218,7 @@ class DiagnosisSession:
                 n += 1
                 self._handle(n, body[done:nxt].decode("utf-8", "replace"), METRIC | SIGNAL, full=False)
                 done = nxt + 1
-        n += count(b"\n", done, hi)
+        n += _newlines(body, done, hi)
         self._records, self._stride, self._skipped = records, k, skipped
         self._file_line += n - self.line_no
         self.line_no = n

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from advisor.diagnosis.literal_gate import may_match, required_words
 from advisor.diagnosis.tables import load_table, oom_table, signatures
 
 MAX_LINES_KEPT = 5
@@ -34,12 +35,20 @@ class _Sig:
     after: re.Pattern[str] | None = None
     prose: bool = False  # scope: prose (descriptions), see diagnosis_signatures.yaml
     _compiled: list[re.Pattern[str]] | None = None
+    _gated: list[tuple[tuple[str, ...] | None, re.Pattern[str]]] | None = None
 
     @property
     def patterns(self) -> list[re.Pattern[str]]:
         if self._compiled is None:
             self._compiled = [re.compile(p) for p in self.sources]
         return self._compiled
+
+    @property
+    def gated(self) -> list[tuple[tuple[str, ...] | None, re.Pattern[str]]]:
+        """(words one of which every match holds, pattern): see literal_gate.py."""
+        if self._gated is None:
+            self._gated = [(required_words(p), pat) for p, pat in zip(self.sources, self.patterns)]
+        return self._gated
 
 
 @dataclass
@@ -199,6 +208,9 @@ class SignatureScanner:
         self._leak_gate = ("memory", "leak", "内存")  # checked only on lines a trigger already let through
         self._any_trigger = _literal_re(triggers)
         self._trigger_list = sorted(triggers)
+        # the triggers that start a longer one ('oom' in 'oom-killer'): see _triggers_in
+        self._trigger_prefixes = {w: tuple(w[:i] for i in range(1, len(w) + 1) if w[:i] in triggers)
+                                  for w in self._trigger_list}
         self._sigs_by_trigger: dict[str, list[int]] = {tr: [] for tr in self._trigger_list}
         for i, sig in enumerate(self._sigs):
             for tr in sig.triggers:
@@ -277,16 +289,15 @@ class SignatureScanner:
             phases = self._phases_in(low, t) if has_marker else ()
             self._ring.append((line_no, t[:300], phases))
             return
-        present = [tr for tr in self._trigger_list if tr in low]
-        wanted = {i for tr in present for i in self._sigs_by_trigger[tr]}
+        wanted = {i for tr in self._triggers_in(low) for i in self._sigs_by_trigger[tr]}
         for i, sig in enumerate(self._sigs):
             if i not in wanted or (sig.prose and not prose_ok):
                 continue
             if sig.kind == "ratio":
                 self._ratio(sig, line_no, t)
                 continue
-            for pat in sig.patterns:
-                m = pat.search(t)
+            for words, pat in sig.gated:
+                m = pat.search(t) if words is None or may_match(words, low, t) else None
                 if m and sig.prose and _negated(t, m.start()):
                     m = next((x for x in pat.finditer(t) if not _negated(t, x.start())), None)
                 if m:
@@ -312,6 +323,19 @@ class SignatureScanner:
             if len(target) < MAX_LINES_KEPT:
                 target.append((line_no, t[:300]))
         self._ring.append((line_no, t[:300], phases))
+
+    def _triggers_in(self, low: str) -> set[str]:
+        """Every trigger that occurs in ``low``. The trie regex matches the longest trigger that
+        starts at the leftmost position it can; searching again one character further finds the
+        overlapping ones, and the shorter triggers starting at the same place are that match's
+        prefixes. A few searches in C instead of a substring test per trigger (hundreds)."""
+        present: set[str] = set()
+        search, prefixes = self._any_trigger.search, self._trigger_prefixes
+        m = search(low)
+        while m is not None:
+            present.update(prefixes[m.group()])
+            m = search(low, m.start() + 1)
+        return present
 
     def _start_upgrade(self, line_no: int, t: str, rule: dict) -> None:
         markers = [m.lower() for m in rule["markers"]]
