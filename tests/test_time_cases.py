@@ -109,3 +109,44 @@ def test_nemo_rows_read_the_recipe_settings() -> None:
     assert dsv3.plan.policy.parallel.ep == 16
     # the response may use the whole sequence budget left after the prompt
     assert q32.plan.data.max_prompt_length + q32.plan.data.max_response_length == 4096
+
+
+def test_table_cache_follows_the_file_and_decode_memo_matches_the_formula(tmp_path, monkeypatch) -> None:
+    """The fit makes thousands of predictions, so the factor table is parsed once per text and the
+    decode phase is memoised: a changed file is read again, and the memo returns exactly what the
+    formula computes (a fit must not depend on which predictions ran before)."""
+    from advisor.placement import timemodel as tm
+
+    original = tm.DATA
+    copy = tmp_path / "time_model.yaml"
+    copy.write_text(original.read_text())
+    monkeypatch.setattr(tm, "DATA", copy)
+    before = default_factors()["step_overhead_s"]
+    copy.write_text(copy.read_text().replace(f"  step_overhead_s:\n    value: {before:g}",
+                                             "  step_overhead_s:\n    value: 7.25"))
+    assert default_factors()["step_overhead_s"] == 7.25
+    load_table()["factors"].clear()  # a caller's copy, not the cache
+    assert default_factors()["step_overhead_s"] == 7.25
+
+    monkeypatch.setattr(tm, "DATA", original)
+    from advisor.plan import Plan
+
+    plan = Plan.model_validate({"name": "memo", "method": "grpo", "framework": "verl",
+                                "hardware": {"gpu": "H100", "gpus_per_node": 8, "nodes": 1},
+                                "policy": {"model": "Qwen2.5-7B"},
+                                "data": {"train_batch_size": 64, "max_prompt_length": 512,
+                                         "max_response_length": 2048}})
+    tm._DECODE_CACHE.clear()
+    first = tm.predict_step(plan)
+    again = tm.predict_step(plan)  # served by the memo
+    assert first == again
+    f = default_factors()
+    slower = tm.predict_step(plan, {**f, "decode_hbm_efficiency": f["decode_hbm_efficiency"] * 1.5})
+    decode = lambda st: next(p.seconds for p in st.phases if p.phase == "rollout_decode")  # noqa: E731
+    assert decode(slower) < decode(first)
+    key, value = next(iter(tm._DECODE_CACHE.items()))
+    arch, dev, engines, tp, seqs, prompt, mean, max_len, sigma, clip, mns, kv_pool, kv_tok, eb, ec, st, sm, ov = key
+    assert tm._decode_uncached(arch, dev, engines=engines, tp=tp, seqs=seqs, prompt=prompt,
+                               dist=tm.LengthDist(mean, max_len, sigma, clip), max_num_seqs=mns, kv_pool=kv_pool,
+                               kv_tok=kv_tok, eta_bw=eb, eta_c=ec, static_batch=st, streaming=sm,
+                               step_overhead_s=ov) == value

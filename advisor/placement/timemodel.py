@@ -38,6 +38,7 @@ Every prediction is ``limit / efficiency``; the efficiencies come from
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -51,7 +52,7 @@ from advisor.placement.models import PhaseTime, StepTime
 from advisor.plan import ModelSpec, Parallelism, Plan, Pool, Role, RoleModel
 from advisor.constants import constant
 from advisor.memory.engines import rollout_kv_pool
-from advisor.resolve import resolve
+from advisor.resolve import ResolvedPlan, resolve
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "time_model.yaml"
 GIB = 1024 ** 3
@@ -60,7 +61,6 @@ GIB = 1024 ** 3
 # --------------------------------------------------------------------------- data table
 
 
-@lru_cache(maxsize=1)
 def _round(x: float, places: int) -> float:
     """``x`` to ``places`` decimals, but never fewer than 6 significant digits: a CPU run's
     millisecond phases must stay resolvable (calibration differentiates them numerically)."""
@@ -69,8 +69,22 @@ def _round(x: float, places: int) -> float:
     return round(x, max(places, 5 - math.floor(math.log10(abs(x)))))
 
 
+_TABLE: dict[str, Any] = {}
+
+
+def _table() -> dict[str, Any]:
+    """The parsed table, parsed again only when the file's text changes (reading it is cheap,
+    parsing it is not: every prediction reads the factors, and a fit makes thousands of
+    predictions). Read-only."""
+    text = DATA.read_text()
+    if _TABLE.get("text") != text:
+        _TABLE.update(text=text, doc=yamlio.safe_load(text))
+    return _TABLE["doc"]
+
+
 def load_table() -> dict[str, Any]:
-    return yamlio.safe_load(DATA.read_text())
+    """A copy of the table (callers may change it)."""
+    return copy.deepcopy(_table())
 
 
 def default_factors() -> dict[str, float]:
@@ -78,7 +92,7 @@ def default_factors() -> dict[str, float]:
     calibration profile in use (``advisor.profiles.applied``) in place of the fitted ones."""
     from advisor.profiles import active
 
-    out = {k: float(v["value"]) for k, v in load_table()["factors"].items()}
+    out = {k: float(v["value"]) for k, v in _table()["factors"].items()}
     prof = active()
     if prof is not None:
         out.update({k: float(v) for k, v in prof.time_factors.items() if k in out})
@@ -87,7 +101,7 @@ def default_factors() -> dict[str, float]:
 
 def factor_ranges() -> dict[str, tuple[float, float]]:
     """Published range of each factor (``range`` in the table): the fit may not leave it."""
-    return {k: (float(v["range"][0]), float(v["range"][1])) for k, v in load_table()["factors"].items()
+    return {k: (float(v["range"][0]), float(v["range"][1])) for k, v in _table()["factors"].items()
             if "range" in v}
 
 
@@ -116,14 +130,16 @@ class Device:
         return self.link_bw if gpus <= self.gpus_per_node else min(self.link_bw, self.nic_per_gpu)
 
 
-def device_for(plan: Plan) -> Device:
+def device_for(plan: Plan | ResolvedPlan) -> Device:
+    rp = resolve(plan)
+    plan = rp.plan
     if plan.hardware.gpu.strip().lower() == "cpu":  # a run on the host CPU (demo, tests)
         c = constant("host_cpu_device")
         return Device(name="cpu", hbm_bytes=float(c["hbm_gib"]) * GIB, hbm_bw=float(c["hbm_bandwidth_tbs"]) * 1e12,
                       peak_flops=float(c["bf16_tflops"]) * 1e12, link_bw=float(c["intra_node_bandwidth_gbs"]) * 1e9,
                       node_nic_bw=plan.hardware.inter_node_gbps / 8 * 1e9, gpus_per_node=plan.hardware.gpus_per_node,
                       host_bw=float(c["hbm_bandwidth_tbs"]) * 1e12)
-    gpu = resolve(plan).gpu
+    gpu = rp.gpu
     gen5 = {g.lower() for g in constant("pcie_gen5_gpus")}
     host = constant("host_link_gbs_gen5") if gpu.name.lower() in gen5 else constant("host_link_gbs")
     return Device(
@@ -191,11 +207,11 @@ def arch_for(spec: ModelSpec, dtype: str = "bf16", quantization: str = "none") -
                 moe_layers=moe_layers, tensors=spec.num_layers * per_layer + 3)
 
 
-def role_spec(plan: Plan, role: str) -> tuple[ModelSpec, RoleModel]:
+def role_spec(plan: Plan | ResolvedPlan, role: str) -> tuple[ModelSpec, RoleModel]:
     """The model of a role (resolved once by advisor.resolve); reference and critic default to the
     policy's weights."""
     rp = resolve(plan)
-    rm = getattr(plan, role, None) or plan.policy
+    rm = getattr(rp.plan, role, None) or rp.plan.policy
     return rp.spec(role), rm
 
 
@@ -292,9 +308,40 @@ class _Phase:
                          overlapped=self.overlapped, detail=self.detail)
 
 
+@lru_cache(maxsize=4096)
+def length_dist(mean: float, max_len: int, sigma: float, clip: float = 0.0) -> LengthDist:
+    """The LengthDist of these parameters, built once (its mean is solved by bisection and its
+    second moment integrated; a fit asks for the same few distributions thousands of times).
+    Treat the result as read-only."""
+    return LengthDist(mean, max_len, sigma, clip)
+
+
+_DECODE_CACHE: dict[tuple[Any, ...], tuple[float, float, int, float, str]] = {}
+_DECODE_CACHE_SIZE = 20000
+
+
 def _decode(arch: Arch, dev: Device, *, engines: int, tp: int, seqs: int, prompt: float,
             dist: LengthDist, max_num_seqs: int, kv_pool: float, kv_tok: float, eta_bw: float, eta_c: float,
             static_batch: bool, streaming: bool, step_overhead_s: float = 0.0) -> tuple[float, float, int, float, str]:
+    """``_decode_uncached``, memoised on all its inputs (a pure function of them): a fit that
+    changes a training or sync factor re-predicts every row, and decode is most of a row's cost."""
+    key = (arch, dev, engines, tp, seqs, prompt, dist.mean, dist.max_len, dist.sigma, dist.clip, max_num_seqs,
+           kv_pool, kv_tok, eta_bw, eta_c, static_batch, streaming, step_overhead_s)
+    hit = _DECODE_CACHE.get(key)
+    if hit is None:
+        if len(_DECODE_CACHE) >= _DECODE_CACHE_SIZE:
+            _DECODE_CACHE.clear()
+        hit = _DECODE_CACHE[key] = _decode_uncached(
+            arch, dev, engines=engines, tp=tp, seqs=seqs, prompt=prompt, dist=dist, max_num_seqs=max_num_seqs,
+            kv_pool=kv_pool, kv_tok=kv_tok, eta_bw=eta_bw, eta_c=eta_c, static_batch=static_batch,
+            streaming=streaming, step_overhead_s=step_overhead_s)
+    return hit
+
+
+def _decode_uncached(arch: Arch, dev: Device, *, engines: int, tp: int, seqs: int, prompt: float,
+                     dist: LengthDist, max_num_seqs: int, kv_pool: float, kv_tok: float, eta_bw: float,
+                     eta_c: float, static_batch: bool, streaming: bool,
+                     step_overhead_s: float = 0.0) -> tuple[float, float, int, float, str]:
     """Decode time of the whole rollout (seconds, physical limit, concurrency, waves, bound).
 
     ``kv_pool`` (bytes per GPU) and ``kv_tok`` (KV bytes per token per GPU) come from the memory
@@ -525,12 +572,13 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
     f = dict(default_factors())
     if factors:
         f.update(factors)
-    dev = device_for(plan)
-    pools = pools_of(plan)
-    roles = active_roles(plan)
+    rp = resolve(plan)  # once: the helpers below take the ResolvedPlan as it is
+    dev = device_for(rp)
+    pools = pools_of(rp)
+    roles = active_roles(rp)
     total_gpus = sum(p.gpus for p in pools)
     d = plan.data
-    batch = resolve(plan).batch
+    batch = rp.batch
     n = batch.n
     prompts = batch.prompts
     seqs = batch.sequences
@@ -544,7 +592,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
     if d.mean_response_length is None:
         assumptions.append(f"mean response length {resp_mean:.0f} tokens assumed "
                            f"({constant('default_response_fill'):.0%} of max); set data.mean_response_length")
-    dist = LengthDist(resp_mean, d.max_response_length, f["response_length_sigma"], f["response_clip_fraction"])
+    dist = length_dist(resp_mean, d.max_response_length, f["response_length_sigma"], f["response_clip_fraction"])
     remove_padding = plan.memory.remove_padding
     seq_len = prompt_len + dist.mean if remove_padding else d.max_prompt_length + d.max_response_length
     tokens = seqs * seq_len
@@ -555,7 +603,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         else float(batch.micro_per_gpu * batch.pair) * seq_len
     mini_batches = batch.optimizer_steps
     phases: list[_Phase] = []
-    pol_spec, pol_rm = role_spec(plan, "policy")
+    pol_spec, pol_rm = role_spec(rp, "policy")
     pol = arch_for(pol_spec, pol_rm.dtype, pol_rm.quantization)
     mk = plan.memory
     sharded = mk.train_backend in ("fsdp", "fsdp2") or (mk.train_backend == "deepspeed" and mk.zero_stage == 3)
@@ -604,15 +652,15 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
     # ---- score: forward passes
     def fwd(role: str, phase: str) -> None:
         p = pool_or_fail(role)
-        spec, rm = role_spec(plan, role) if role != "policy" else (pol_spec, pol_rm)
+        spec, rm = role_spec(rp, role) if role != "policy" else (pol_spec, pol_rm)
         a = arch_for(spec, rm.dtype, rm.quantization) if role != "policy" else pol
-        par = resolve(plan).role_info[Role(role)].parallel
+        par = rp.role_info[Role(role)].parallel
         secs, lower, bound = _compute_phase(a, dev, gpus=p.gpus, par=par, tokens=tokens, seq_sq=seq_sq, k=2.0,
                                             eta=eta_f, micro_tokens=micro_tokens, mini_batches=1,
                                             sharded_gather=sharded, grad_bytes=0.0, lora=False,
                                             act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"])
         phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_f, f"{tokens / 1e6:.2f} M tokens"))
-        if role != "policy" and resolve(plan).role_info[Role(role)].param_offload:
+        if role != "policy" and rp.role_info[Role(role)].param_offload:
             # a frozen model kept on the host (DeepSpeed-Chat / OpenRLHF ref/reward offload)
             # comes back over PCIe for its forward pass every step: its bf16 shard per GPU
             t = a.params * 2.0 / p.gpus / dev.host_bw
@@ -637,9 +685,9 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         if role == "policy":
             a, rm = pol, pol_rm
         else:
-            spec, rm = role_spec(plan, role)
+            spec, rm = role_spec(rp, role)
             a = arch_for(spec, rm.dtype, rm.quantization)
-        info = resolve(plan).role_info[Role(role)]
+        info = rp.role_info[Role(role)]
         par = info.parallel
         # veRL FSDP keeps fp32 params, so its grads reduce in fp32; DeepSpeed/Megatron reduce bf16
         gb = a.params * (4.0 if mk.train_backend in ("fsdp", "fsdp2") else 2.0) if not lora else 0.0
@@ -687,7 +735,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
     # TRL without vLLM generates with the training model itself: nothing to sync
     if rollout_pool is not None and not (plan.framework.value == "trl" and plan.rollout.engine == "hf"):
         policy_pool = pool_or_fail("policy")
-        transport = sync_transport or default_transport(plan)
+        transport = sync_transport or default_transport(rp)
         secs, link_s, detail = weight_sync_time(plan, pol, dev, policy_pool, rollout_pool, transport, f)
         if transport != "cuda_ipc":
             other = "checkpoint_engine" if transport == "nccl_broadcast" else "nccl_broadcast"
@@ -760,7 +808,7 @@ def uncertainty() -> tuple[float, str]:
     prof = active()
     if prof is not None and prof.band:
         return math.log1p(prof.band), f"spread of the steps of the run profile {prof.name} was fitted on"
-    fit = load_table().get("fit", {})
+    fit = _table().get("fit", {})
     q = fit.get("cv_p68_abs_log_error")
     if not q:
         return 0.0, ""
