@@ -384,6 +384,14 @@ TOP3_R5 = [
     ("# DPOTrainer: the loss is 0.0 from step 2 on, lr 5e-7\n", "grad_norm_nan"),
     ("# SFT with fp16: after the first step the loss is 0\n", "grad_norm_nan"),
     ("# no available memory for the cache blocks on two 24 GB cards\n", "oom_gpu"),
+    # the engine's weights not reaching it, in other words
+    ("# weights never get synced to SGLang after the first step\n", "vllm_weight_sync_failure"),
+    ("# vLLM still generates with the initial weights after 50 steps\n", "vllm_weight_sync_failure"),
+    ("# the rollout engine's weights are not updated after wake_up\n", "vllm_weight_sync_failure"),
+    # rollouts broken right after the weights change: both readings
+    ("# once the first weight update lands, the generations are gibberish\n", "vllm_weight_sync_failure"),
+    ("# once the first weight update lands, the generations are gibberish\n", "rollout_train_logprob_mismatch"),
+    ("# outputs turn into nonsense after wake-up\n", "rollout_train_logprob_mismatch"),
 ]
 
 
@@ -416,7 +424,15 @@ HEALTHY_R5 = [
     ("INFO loader.py: Loading weights took 3.1 seconds\n", "vllm_weight_sync_failure"),
     ("AssertionError: Attempted to load weight (torch.Size([4096, 12288])) into parameter "
      "(torch.Size([4096, 8192]))\n", "vllm_weight_sync_failure"),
-    ("# the reward keeps improving and the answers are correct on the held-out set\n", "reward_hacking_shortcut"),
+    ("# the reward keeps improving and the answers are correct on the held-out set\n", "reward_hacking_shortcut"),    ("# weights are synced to vLLM every step; the sync takes 3 s\n", "vllm_weight_sync_failure"),
+    ("# we verified the vLLM weights are not stale\n", "vllm_weight_sync_failure"),
+    ("# the reward model scores gibberish low, as it should\n", "vllm_weight_sync_failure"),
+    # frameworks' own warnings that name an OOM as a condition or a risk (accelerate, torch FSDP)
+    ("UserWarning: Current model requires 4096 bytes of buffer for offloaded layers, which seems does not fit any "
+     "GPU's remaining memory. If you are experiencing a OOM later, please consider using offload_buffers=True.\n",
+     None),
+    ("UserWarning: offload_to_cpu=True and rank0_only=False may result in the unsharded parameters being redundantly "
+     "copied to CPU memory for GPUs sharing the same CPU memory, which risks CPU OOM.\n", None),
 ]
 
 
