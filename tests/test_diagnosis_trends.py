@@ -52,3 +52,25 @@ def test_spikes_against_the_running_median() -> None:
     vals = [1.0, 1.2, 0.9, 1.1, 15.0, 1.0, 0.8, 40.0, 1.0]
     assert spikes(vals, factor=10, floor=1.0) == [4, 7]
     assert spikes([0.1, 0.2, 0.3, 1.5], factor=10, floor=2.0) == []  # under the absolute floor
+
+
+def test_kendall_s_equals_the_pair_count() -> None:
+    """The O(n log n) Kendall S (binary searches in the sorted earlier values) equals the sum of
+    pairwise signs, with ties, signed zeros, infinities and NaN (the pair loop's answer)."""
+
+    from advisor.diagnosis.trends import _kendall_s
+
+    def pairs(ys: list[float]) -> int:
+        s = 0
+        for i in range(len(ys)):
+            for j in range(i + 1, len(ys)):
+                d = ys[j] - ys[i]
+                s += (d > 0) - (d < 0)
+        return s
+
+    rng = random.Random(19)
+    specials = [0.0, -0.0, 1.0, 1e308, -1e308, float("inf"), float("-inf"), float("nan")]
+    for _ in range(2000):
+        ys = [rng.choice(specials) if rng.random() < 0.2 else float(rng.randint(-3, 3)) if rng.random() < 0.3
+              else rng.gauss(0, 1) for _ in range(rng.randint(0, 40))]
+        assert _kendall_s(ys) == pairs(ys), ys

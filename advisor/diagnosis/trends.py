@@ -13,6 +13,7 @@ use rank and median statistics that ignore outliers:
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 from statistics import median
 
@@ -26,13 +27,20 @@ def _thin(xs: list[float], ys: list[float], limit: int = MAX_PAIRS_POINTS) -> tu
     return xs[::stride], ys[::stride]
 
 
-def mann_kendall(values: list[float]) -> tuple[float, float]:
-    """(z, two-sided p) of the Mann-Kendall trend test. z > 0 = increasing."""
-    _, ys = _thin(list(range(len(values))), list(values))
-    n = len(ys)
-    if n < 3:
-        return 0.0, 1.0
+def _kendall_s(ys: list[float]) -> int:
+    """Kendall's S: the sum over pairs i < j of sign(y_j - y_i). Each value is compared with the
+    sorted values before it (two binary searches), O(n log n) instead of a Python loop over all
+    pairs; the pair loop stays for values that do not sort (NaN, or infinities whose difference is NaN)."""
+    if all(map(math.isfinite, ys)):
+        seen: list[float] = []
+        s = 0
+        for y in ys:
+            below = bisect_left(seen, y)
+            s += below - (len(seen) - bisect_right(seen, y, below))
+            insort(seen, y, below)
+        return s
     s = 0
+    n = len(ys)
     for i in range(n - 1):
         yi = ys[i]
         for j in range(i + 1, n):
@@ -41,6 +49,16 @@ def mann_kendall(values: list[float]) -> tuple[float, float]:
                 s += 1
             elif d < 0:
                 s -= 1
+    return s
+
+
+def mann_kendall(values: list[float]) -> tuple[float, float]:
+    """(z, two-sided p) of the Mann-Kendall trend test. z > 0 = increasing."""
+    _, ys = _thin(list(range(len(values))), list(values))
+    n = len(ys)
+    if n < 3:
+        return 0.0, 1.0
+    s = _kendall_s(ys)
     counts: dict[float, int] = {}
     for y in ys:
         counts[y] = counts.get(y, 0) + 1

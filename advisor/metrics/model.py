@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from pydantic import BaseModel, Field
 
 from advisor.metrics.vocabulary import normalize_key
@@ -32,21 +34,30 @@ class MetricSeries(BaseModel):
     values: list[float] = Field(default_factory=list)
 
 
-def make_point(raw: dict[str, float], *, step: int | None, line: int | None, source: str,
-               total_steps: int | None = None) -> MetricPoint:
-    """Normalise a raw ``{key: value}`` mapping into a MetricPoint (first-listed key wins)."""
-    values: dict[str, float] = {}
+@lru_cache(maxsize=4096)
+def _key_plan(raw_keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """(normalised name, raw key it is read from) for a record's keys, in the order the names
+    first appear; of several keys with one name the preferred (lowest priority number, then the
+    first listed) wins. A log repeats the same keys on every line, so this is worked out once per
+    key layout instead of once per record."""
     keys: dict[str, str] = {}
     prio: dict[str, int] = {}
-    for key, val in raw.items():
+    for key in raw_keys:
         res = normalize_key(key)
         if res is None:
             continue
         old = prio.get(res.name)
         if old is None or res.priority < old:
             prio[res.name] = res.priority
-            values[res.name] = val
             keys[res.name] = key
+    return tuple(keys.items())
+
+
+def make_point(raw: dict[str, float], *, step: int | None, line: int | None, source: str,
+               total_steps: int | None = None) -> MetricPoint:
+    """Normalise a raw ``{key: value}`` mapping into a MetricPoint (first-listed key wins)."""
+    keys = dict(_key_plan(tuple(raw)))
+    values = {name: raw[key] for name, key in keys.items()}
     if step is None and "global_step" in values:
         gs = values["global_step"]
         if gs == gs and abs(gs) < 1e15:
