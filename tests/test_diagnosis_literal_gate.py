@@ -82,13 +82,14 @@ def test_gate_never_skips_a_match_on_the_corpus_and_built_lines() -> None:
     assert skipped > checked // 2  # the gate does prune most lines
 
 
-def test_triggers_in_finds_every_trigger_a_line_holds() -> None:
-    """SignatureScanner._triggers_in (a few trie searches) equals a substring test per trigger,
-    also for overlapping triggers and triggers inside longer ones."""
+def test_words_in_finds_every_word_a_line_holds() -> None:
+    """SignatureScanner._words_in (a few trie searches) equals a substring test per trigger,
+    marker and required word, also for overlapping words and words inside longer ones."""
     from advisor.diagnosis.signatures import SignatureScanner
 
     scanner = SignatureScanner()
-    words = scanner._trigger_list
+    words = sorted(scanner._prefixes)
+    assert set(scanner._trigger_list) <= set(words) and scanner._markers <= set(words)
     rng = random.Random(7)
     lines = _corpus_lines()
     for _ in range(3000):
@@ -97,4 +98,4 @@ def test_triggers_in_finds_every_trigger_a_line_holds() -> None:
         lines.append("".join(rng.choice(words) for _ in range(rng.randint(1, 4))))
     for line in lines:
         low = line.lower()
-        assert scanner._triggers_in(low) == {w for w in words if w in low}, line
+        assert scanner._words_in(low) == {w for w in words if w in low}, line

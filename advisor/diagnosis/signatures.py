@@ -206,31 +206,28 @@ class SignatureScanner:
             (ph["category"], tuple(m.lower() for m in ph["markers"])) for ph in oom["phases"]]
         triggers = {tr for sig in self._sigs for tr in sig.triggers} | set(self._gpu_triggers) | {"oom", "out of memory"}
         self._leak_gate = ("memory", "leak", "内存")  # checked only on lines a trigger already let through
-        self._any_trigger = _literal_re(triggers)
+        self._triggers = frozenset(triggers)
         self._trigger_list = sorted(triggers)
-        # the triggers that start a longer one ('oom' in 'oom-killer'): see _triggers_in
-        self._trigger_prefixes = {w: tuple(w[:i] for i in range(1, len(w) + 1) if w[:i] in triggers)
-                                  for w in self._trigger_list}
         self._sigs_by_trigger: dict[str, list[int]] = {tr: [] for tr in self._trigger_list}
         for i, sig in enumerate(self._sigs):
             for tr in sig.triggers:
                 self._sigs_by_trigger[tr].append(i)
-        self._any_marker = _literal_re({mk for _, markers in self._phases for mk in markers})
+        self._markers = frozenset(mk for _, markers in self._phases for mk in markers)
         self._no_logprob_pass = tuple(m.lower() for m in oom.get("no_logprob_pass_markers", []))
         self.no_logprob_pass_seen = False  # a preference/SFT trainer is named: its log-prob pass is the train step
         self._any_hint = _literal_re({h for _, hints in _FRAMEWORK_HINTS for h in hints})
         self._ring: deque[tuple[int, str, tuple[int, ...]]] = deque(maxlen=int(oom.get("lookback_lines", 80)))
         self._requiring = [sig for sig in self._sigs if sig.requires]
-        self._required_gate = _literal_re({tr.lower() for sig in self._requiring
-                                           for tr in sig.row.get("requires_triggers", [])} or {"\x00"})
+        self._required_words = frozenset(tr.lower() for sig in self._requiring
+                                         for tr in sig.row.get("requires_triggers", []))
         # searched on the lower-cased line, so the patterns need no IGNORECASE
         self._any_required = re.compile("|".join(f"(?:{r.pattern.removeprefix('(?i)')})" for sig in self._requiring
                                                  for r in sig.requires))
         # one pre-filter for everything a line can matter for (signature, OOM phase, context)
-        self._any_interest = _literal_re(
-            triggers | {mk for _, markers in self._phases for mk in markers}
-            | {tr.lower() for sig in self._requiring for tr in sig.row.get("requires_triggers", [])}
-            | set(self._no_logprob_pass))
+        interest = self._triggers | self._markers | self._required_words | set(self._no_logprob_pass)
+        self._any_interest = _literal_re(interest)
+        # the words of the set that start a longer one ('oom' in 'oom-killer'): see _words_in
+        self._prefixes = {w: tuple(w[:i] for i in range(1, len(w) + 1) if w[:i] in interest) for w in interest}
         self._hits: dict[str, SigHit] = {}
         self._requires_met: set[str] = set()
         # a signature re-read in context: e.g. an NCCL timeout next to weight-sync frames
@@ -271,10 +268,11 @@ class SignatureScanner:
             return  # the run's settings echoed (Hydra's override list), not an error
         if self._pending_upgrades:
             self._check_upgrades(line_no, t, low)
-        if not self._any_interest.search(low):  # the common case: a line nothing cares about
+        present = self._words_in(low)  # triggers, markers, required words the line holds
+        if not present:  # the common case: a line nothing cares about
             self._ring.append((line_no, t[:300], ()))
             return
-        if self._requiring and self._required_gate.search(low) and self._any_required.search(low):
+        if self._requiring and not present.isdisjoint(self._required_words) and self._any_required.search(low):
             for sig in self._requiring:
                 if any(r.search(t) for r in sig.requires):
                     self._requires_met.add(sig.id)
@@ -284,12 +282,13 @@ class SignatureScanner:
         if prose_ok and any(w in low for w in self._leak_gate) and len(self.host_leak) < MAX_LINES_KEPT \
                 and self._host_leak.search(t) and not self._gpu_words.search(t):
             self.host_leak.append((line_no, t[:300]))
-        has_marker = self._any_marker.search(low) is not None
-        if not self._any_trigger.search(low):  # the common case: a line no signature cares about
+        has_marker = not present.isdisjoint(self._markers)
+        triggers = present & self._triggers
+        if not triggers:  # the common case: a line no signature cares about
             phases = self._phases_in(low, t) if has_marker else ()
             self._ring.append((line_no, t[:300], phases))
             return
-        wanted = {i for tr in self._triggers_in(low) for i in self._sigs_by_trigger[tr]}
+        wanted = {i for tr in triggers for i in self._sigs_by_trigger[tr]}
         for i, sig in enumerate(self._sigs):
             if i not in wanted or (sig.prose and not prose_ok):
                 continue
@@ -324,13 +323,14 @@ class SignatureScanner:
                 target.append((line_no, t[:300]))
         self._ring.append((line_no, t[:300], phases))
 
-    def _triggers_in(self, low: str) -> set[str]:
-        """Every trigger that occurs in ``low``. The trie regex matches the longest trigger that
-        starts at the leftmost position it can; searching again one character further finds the
-        overlapping ones, and the shorter triggers starting at the same place are that match's
-        prefixes. A few searches in C instead of a substring test per trigger (hundreds)."""
+    def _words_in(self, low: str) -> set[str]:
+        """Every trigger, marker and required word that occurs in ``low``. The trie regex matches
+        the longest word that starts at the leftmost position it can; searching again one
+        character further finds the overlapping ones, and the shorter words starting at the same
+        place are that match's prefixes. One search for a line that holds none, one more per
+        occurrence otherwise (instead of one search per word set and a substring test per trigger)."""
         present: set[str] = set()
-        search, prefixes = self._any_trigger.search, self._trigger_prefixes
+        search, prefixes = self._any_interest.search, self._prefixes
         m = search(low)
         while m is not None:
             present.update(prefixes[m.group()])
