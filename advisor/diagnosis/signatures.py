@@ -27,7 +27,7 @@ class _Sig:
     severity: str
     triggers: tuple[str, ...]
     sources: tuple[str, ...]  # the regexes, compiled on the first line that holds a trigger (start-up time)
-    requires: list[re.Pattern[str]]
+    requires: tuple[str, ...]  # requires_file regexes, compiled when a line holds a required word (start-up time)
     suppresses: tuple[str, ...]
     kind: str
     row: dict[str, Any]
@@ -42,6 +42,10 @@ class _Sig:
         if self._compiled is None:
             self._compiled = [re.compile(p) for p in self.sources]
         return self._compiled
+
+    @property
+    def required(self) -> list[re.Pattern[str]]:
+        return [re.compile(p) for p in self.requires]  # re's own cache keeps the compiled patterns
 
     @property
     def gated(self) -> list[tuple[tuple[str, ...] | None, re.Pattern[str]]]:
@@ -186,7 +190,7 @@ class SignatureScanner:
             sig = _Sig(id=row["id"], category=row["category"], severity=row["severity"],
                        triggers=tuple(t.lower() for t in row.get("triggers", [])),
                        sources=tuple(row.get("patterns", [])),
-                       requires=[re.compile(p) for p in row.get("requires_file", [])],
+                       requires=tuple(row.get("requires_file", [])),
                        suppresses=tuple(row.get("suppresses", [])), kind=row.get("kind", "match"), row=row,
                        prose=row.get("scope") == "prose")
             if sig.kind == "ratio":
@@ -221,8 +225,7 @@ class SignatureScanner:
         self._required_words = frozenset(tr.lower() for sig in self._requiring
                                          for tr in sig.row.get("requires_triggers", []))
         # searched on the lower-cased line, so the patterns need no IGNORECASE
-        self._any_required = re.compile("|".join(f"(?:{r.pattern.removeprefix('(?i)')})" for sig in self._requiring
-                                                 for r in sig.requires))
+        self._any_required_re: re.Pattern[str] | None = None  # see _any_required
         # one pre-filter for everything a line can matter for (signature, OOM phase, context)
         interest = self._triggers | self._markers | self._required_words | set(self._no_logprob_pass)
         self._any_interest = _literal_re(interest)
@@ -272,9 +275,9 @@ class SignatureScanner:
         if not present:  # the common case: a line nothing cares about
             self._ring.append((line_no, t[:300], ()))
             return
-        if self._requiring and not present.isdisjoint(self._required_words) and self._any_required.search(low):
+        if self._requiring and not present.isdisjoint(self._required_words) and self._any_required().search(low):
             for sig in self._requiring:
-                if any(r.search(t) for r in sig.requires):
+                if any(r.search(t) for r in sig.required):
                     self._requires_met.add(sig.id)
             self._requiring = [sig for sig in self._requiring if sig.id not in self._requires_met]
         if not self.no_logprob_pass_seen and any(m in low for m in self._no_logprob_pass):
@@ -322,6 +325,14 @@ class SignatureScanner:
             if len(target) < MAX_LINES_KEPT:
                 target.append((line_no, t[:300]))
         self._ring.append((line_no, t[:300], phases))
+
+    def _any_required(self) -> re.Pattern[str]:
+        """All requires_file patterns in one regex, searched on the lower-cased line (so they need no
+        IGNORECASE); compiled on the first line that holds a required word."""
+        if self._any_required_re is None:
+            self._any_required_re = re.compile("|".join(f"(?:{p.removeprefix('(?i)')})" for sig in self._sigs
+                                                        for p in sig.requires))
+        return self._any_required_re
 
     def _words_in(self, low: str) -> set[str]:
         """Every trigger, marker and required word that occurs in ``low``. The trie regex matches
