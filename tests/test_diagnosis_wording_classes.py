@@ -392,6 +392,16 @@ TOP3_R5 = [
     ("# once the first weight update lands, the generations are gibberish\n", "vllm_weight_sync_failure"),
     ("# once the first weight update lands, the generations are gibberish\n", "rollout_train_logprob_mismatch"),
     ("# outputs turn into nonsense after wake-up\n", "rollout_train_logprob_mismatch"),
+    # a hang in a multi-GPU run (the NCCL timeout before its line), repetition collapse, under-used GPUs
+    ("# training with 8 GPUs hangs at step 120, no error\n", "nccl_timeout"),
+    ("# the job got stuck after the first epoch on 2 nodes\n", "nccl_timeout"),
+    ("# 多卡训练卡住了\n", "nccl_timeout"),
+    ("# the model keeps repeating the same sentence after step 300\n", "degenerate_repetition"),
+    ("# outputs repeat the same phrase over and over until max length\n", "degenerate_repetition"),
+    ("# generations get stuck in a repetition loop\n", "degenerate_repetition"),
+    ("# GPU utilization is only 20% during training\n", "low_throughput"),
+    ("# the GPUs sit idle while the reward model scores\n", "low_throughput"),
+    ("# MFU is very low (5%)\n", "low_throughput"),
 ]
 
 
@@ -427,6 +437,14 @@ HEALTHY_R5 = [
     ("# the reward keeps improving and the answers are correct on the held-out set\n", "reward_hacking_shortcut"),    ("# weights are synced to vLLM every step; the sync takes 3 s\n", "vllm_weight_sync_failure"),
     ("# we verified the vLLM weights are not stale\n", "vllm_weight_sync_failure"),
     ("# the reward model scores gibberish low, as it should\n", "vllm_weight_sync_failure"),
+    ("# training hangs\n", "nccl_timeout"),   # no multi-GPU context: not read as a collective hang
+    ("# no hang since we upgraded NCCL on 8 GPUs\n", "nccl_timeout"),
+    ("# generations get stuck in a repetition loop\n", "nccl_timeout"),
+    ("# repetition_penalty 1.05 and temperature 1.0\n", "degenerate_repetition"),
+    ("# we repeat the experiment with 3 seeds\n", "degenerate_repetition"),
+    ("# no repetitive output at all\n", "degenerate_repetition"),
+    ("# GPU utilization is 95%\n", "low_throughput"),
+    ("# MFU around 45%\n", "low_throughput"),
     # frameworks' own warnings that name an OOM as a condition or a risk (accelerate, torch FSDP)
     ("UserWarning: Current model requires 4096 bytes of buffer for offloaded layers, which seems does not fit any "
      "GPU's remaining memory. If you are experiencing a OOM later, please consider using offload_buffers=True.\n",
