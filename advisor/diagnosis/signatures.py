@@ -280,6 +280,11 @@ class SignatureScanner:
                 if any(r.search(t) for r in sig.required):
                     self._requires_met.add(sig.id)
             self._requiring = [sig for sig in self._requiring if sig.id not in self._requires_met]
+            # the gate and the combined regex shrink to the requirements still open: a met one (a word on every
+            # line of a distributed log, '[rank3]') would otherwise send each such line through the loop above
+            self._required_words = frozenset(tr.lower() for sig in self._requiring
+                                             for tr in sig.row.get("requires_triggers", []))
+            self._any_required_re = None
         if not self.no_logprob_pass_seen and any(m in low for m in self._no_logprob_pass):
             self.no_logprob_pass_seen = True
         if prose_ok and any(w in low for w in self._leak_gate) and len(self.host_leak) < MAX_LINES_KEPT \
@@ -327,11 +332,11 @@ class SignatureScanner:
         self._ring.append((line_no, t[:300], phases))
 
     def _any_required(self) -> re.Pattern[str]:
-        """All requires_file patterns in one regex, searched on the lower-cased line (so they need no
-        IGNORECASE); compiled on the first line that holds a required word."""
+        """The requires_file patterns still unmet in one regex, searched on the lower-cased line (so they need
+        no IGNORECASE); compiled on the first line that holds a required word, again after one is met."""
         if self._any_required_re is None:
-            self._any_required_re = re.compile("|".join(f"(?:{p.removeprefix('(?i)')})" for sig in self._sigs
-                                                        for p in sig.requires))
+            self._any_required_re = re.compile("|".join(f"(?:{p.removeprefix('(?i)')})" for sig in self._requiring
+                                                        for p in sig.requires) or "(?!)")
         return self._any_required_re
 
     def _words_in(self, low: str) -> set[str]:
