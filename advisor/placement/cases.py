@@ -223,6 +223,25 @@ def _nemo_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
 # --------------------------------------------------------------------------- veRL one-step-off shape
 
 
+_VERL_OSO_SCRIPTS: dict[tuple[str, str], dict[str, Any]] = {
+    # (engine, layout) -> the settings of the recipe script that row ran, read in the recipe as it was
+    # committed with the doc (volcengine/verl 503ea75f5, 2025-07-17, recipe/one_step_off_policy/):
+    # dapo_7b_math_{fsdp2,megatron}_{colocate,4_12}.sh. All four set gradient checkpointing, gen TP 2,
+    # gpu_memory_utilization 0.8, 512 prompts, mini-batch 32; they differ in these keys.
+    ("fsdp2", "colocated"): {"path": "dapo_7b_math_fsdp2_colocate.sh", "rollout_n": 12, "offload": True},
+    ("fsdp2", "split"): {"path": "dapo_7b_math_fsdp2_4_12.sh", "rollout_n": 12, "offload": False},
+    ("megatron", "colocated"): {"path": "dapo_7b_math_megatron_colocate.sh", "rollout_n": 16, "offload": True,
+                                "tp": 2, "pp": 2, "micro": 2},
+    ("megatron", "split"): {"path": "dapo_7b_math_megatron_4_12.sh", "rollout_n": 12, "offload": False,
+                            "tp": 2, "pp": 2, "micro": 2},
+}
+"""Megatron rows recompute nothing although their scripts set model.enable_gradient_checkpointing=True: at
+that commit the Megatron worker (verl/single_controller/base/megatron/worker.py) copies
+gradient_checkpointing_kwargs.activations_checkpoint_{method,granularity} into Megatron-Core's
+recompute_method / recompute_granularity with dict.get(key, "full"), and ppo_megatron_trainer.yaml sets
+those keys to null, so the get returns None: no activation recompute (veRL #2651 later replaced the flag)."""
+
+
 def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCase]:
     """veRL sync-vs-async rows. Settings the case states are used; the rest come from the
     one-step-off recipe (recipe/one_step_off_policy/dapo_7b_math_fsdp2_4_12.sh) and are listed."""
@@ -234,7 +253,7 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
     split = st.get("async_split", {}) or {}
     gen_gpus = int(split.get("generation_gpus", gpus // 4))
     max_resp = st.get("max_response_length", 8192)
-    recipe = {"train_batch_size": 512, "rollout_n": 12, "ppo_mini_batch_size": 32, "max_prompt_length": 2048,
+    recipe = {"train_batch_size": 512, "ppo_mini_batch_size": 32, "max_prompt_length": 2048,
               "rollout_tp": 2, "gpu_memory_utilization": 0.8, "mean_prompt_length": 200, "mean_response_length": 1000}
     used = {k: st.get(k, v) for k, v in recipe.items()}
     from_recipe = [k for k in recipe if k not in st]
@@ -251,10 +270,17 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
         if "mean_response_length" in from_recipe:
             inferred.append("mean prompt 200 / response 1000 tokens: not published (DAPO-Math-17k prompts, "
                             "early-training response length of Qwen2.5-Math-7B in the DAPO paper)")
-        inferred.append("dynamic batching with 2 x (prompt + response) tokens per GPU; no KL (DAPO recipe)")
-        if megatron:
-            inferred.append("Megatron layout TP2 (not published)")
         mode = _row_mode(row.get("mode"))
+        script = _VERL_OSO_SCRIPTS[("megatron" if megatron else "fsdp2", "colocated" if mode == "colocated" else "split")]
+        n = int(st.get("rollout_n", script["rollout_n"]))
+        offload = bool(st.get("offload", script["offload"]))
+        inferred.append(f"rollout n={n}, actor offload {'on' if offload else 'off'}"
+                        + (f", Megatron TP{script['tp']} PP{script['pp']}, micro-batch {script['micro']} (no dynamic "
+                           "batching), no activation recompute (the null checkpointing kwargs: _VERL_OSO_SCRIPTS)"
+                           if megatron else ", dynamic batching with 2 x (prompt + response) tokens per GPU, "
+                           "gradient checkpointing")
+                        + f": the row's recipe script recipe/one_step_off_policy/{script['path']} (verl 503ea75f5, "
+                        "committed with the doc); no KL (DAPO recipe)")
         nodes = max(1, math.ceil(row_gpus / 8))
         gpn = row_gpus // nodes
         if mode != "colocated":
@@ -267,16 +293,20 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
             name=f"verl-osoff-{i}", method="dapo", framework="verl",
             hardware=Hardware(gpu=gpu, gpus_per_node=gpn, nodes=nodes),
             policy=_role(row.get("model") or case.get("model", "Qwen2.5-Math-7B"), extra,
-                         parallel=Parallelism(tp=2) if megatron else Parallelism(sp=4, fsdp_size=2)),
-            algorithm=Algorithm(group_size=int(used["rollout_n"]), kl_coef=0.0),
+                         parallel=Parallelism(tp=script["tp"], pp=script["pp"]) if megatron
+                         else Parallelism(sp=4, fsdp_size=2)),
+            algorithm=Algorithm(group_size=n, kl_coef=0.0),
             data=DataSpec(train_batch_size=int(used["train_batch_size"]), mini_batch_size=int(used["ppo_mini_batch_size"]),
                           max_prompt_length=prompt_max, max_response_length=resp_max,
                           mean_prompt_length=int(used["mean_prompt_length"]),
-                          mean_response_length=min(int(used["mean_response_length"]), resp_max), use_dynamic_bsz=True,
-                          max_token_len_per_gpu=(prompt_max + resp_max) * 2),
+                          mean_response_length=min(int(used["mean_response_length"]), resp_max),
+                          **({"micro_batch_size_per_gpu": script["micro"]} if megatron else
+                             {"use_dynamic_bsz": True, "max_token_len_per_gpu": (prompt_max + resp_max) * 2})),
             rollout=Rollout(tp=int(used["rollout_tp"]), max_num_seqs=256), placement=placement,
-            memory=MemoryKnobs(train_backend="megatron" if megatron else "fsdp2",
-                               rollout_memory_fraction=float(used["gpu_memory_utilization"]), recompute="full"))
+            memory=MemoryKnobs(train_backend="megatron" if megatron else "fsdp2", param_offload=offload,
+                               optimizer_offload=offload,
+                               rollout_memory_fraction=float(used["gpu_memory_utilization"]),
+                               recompute="none" if megatron else "full"))
         label = f"{row.get('mode')} {engine}"
         out.append(TimeCase(case=case["id"], row=label, plan=plan, metric="step_s",
                             published=row["step_s"], inferred=inferred, expert=True))
