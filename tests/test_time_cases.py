@@ -3,6 +3,8 @@ its reason, and every efficiency factor stays inside its published range."""
 
 from __future__ import annotations
 
+import pytest
+
 from advisor.placement.cases import _row_mode, _row_split, time_cases
 from advisor.placement.timemodel import default_factors, factor_ranges, load_table, pools_of
 
@@ -150,3 +152,31 @@ def test_table_cache_follows_the_file_and_decode_memo_matches_the_formula(tmp_pa
                                dist=tm.LengthDist(mean, max_len, sigma, clip), max_num_seqs=mns, kv_pool=kv_pool,
                                kv_tok=kv_tok, eta_bw=eb, eta_c=ec, static_batch=st, streaming=sm,
                                step_overhead_s=ov) == value
+
+
+def test_verl_rows_read_the_settings_of_their_own_recipe_script() -> None:
+    """Each veRL one-step-off row takes the keys its recipe script sets (cases._VERL_OSO_SCRIPTS):
+    the colocated Megatron run generates n=16 per prompt, the 4/12 runs n=12, so both Megatron runs
+    train the same 512 sequences per GPU (the published 344 s vs 347 s update); Megatron runs TP2 PP2
+    without recompute; the colocated runs offload the actor."""
+    from advisor.placement.timemodel import predict_step
+
+    cases = time_cases(_doc([
+        {"mode": "colocate_sync", "engine": "vLLM+Megatron", "step_s": 699},
+        {"mode": "one_step_overlap_async", "engine": "vLLM+Megatron", "step_s": 566},
+        {"mode": "colocate_sync", "engine": "vLLM+FSDP2", "step_s": 749},
+    ]))
+    sync, asyn, fsdp = (next(c for c in cases if c.row.startswith(p) and c.metric == "step_s")
+                        for p in ("colocate_sync vLLM+Megatron", "one_step_overlap_async vLLM+Megatron",
+                                  "colocate_sync vLLM+FSDP2"))
+    assert (sync.plan.algorithm.group_size, asyn.plan.algorithm.group_size, fsdp.plan.algorithm.group_size) == (16, 12, 12)
+    for c in (sync, asyn):
+        par = c.plan.policy.parallel
+        assert (par.tp, par.pp, c.plan.memory.recompute, c.plan.data.use_dynamic_bsz) == (2, 2, "none", False)
+    assert fsdp.plan.memory.recompute == "full" and fsdp.plan.data.use_dynamic_bsz
+    assert sync.plan.memory.param_offload and fsdp.plan.memory.optimizer_offload and not asyn.plan.memory.param_offload
+    per_gpu = lambda c: c.plan.data.train_batch_size * c.plan.algorithm.group_size / next(  # noqa: E731
+        p.gpus for p in pools_of(c.plan) if "policy" in p.roles)
+    assert per_gpu(sync) == per_gpu(asyn) == 512
+    upd = [next(p.seconds for p in predict_step(c.plan).phases if p.phase == "actor_update") for c in (sync, asyn)]
+    assert upd[0] == pytest.approx(upd[1], rel=0.02)
