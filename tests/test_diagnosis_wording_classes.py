@@ -402,6 +402,15 @@ TOP3_R5 = [
     ("# GPU utilization is only 20% during training\n", "low_throughput"),
     ("# the GPUs sit idle while the reward model scores\n", "low_throughput"),
     ("# MFU is very low (5%)\n", "low_throughput"),
+    # a reward that never scores, said with 'zero' or 'all rewards'; outputs cut off; a non-finite norm at line end
+    ("# the reward is always zero\n", "reward_function_misconfig"),
+    ("# all the rewards are 0 after the first epoch\n", "reward_function_misconfig"),
+    ("# responses get truncated at max length\n", "response_truncation"),
+    ("# most outputs are cut off at 1024 tokens\n", "response_truncation"),
+    ("# grad_norm is inf\n", "grad_norm_nan"),
+    # the required reasoning dropped (the shortcut category's own definition)
+    ("# the model learned to skip the <think> part and only output the answer tag\n", "reward_hacking_shortcut"),
+    ("# after step 200 the policy stopped writing any reasoning\n", "reward_hacking_shortcut"),
 ]
 
 
@@ -445,6 +454,10 @@ HEALTHY_R5 = [
     ("# no repetitive output at all\n", "degenerate_repetition"),
     ("# GPU utilization is 95%\n", "low_throughput"),
     ("# MFU around 45%\n", "low_throughput"),
+    ("# a few responses get truncated, most end with EOS\n", "response_truncation"),
+    ("# rewards are not always zero\n", "reward_function_misconfig"),
+    ("# we drop the reasoning traces from the SFT data to save tokens\n", "reward_hacking_shortcut"),
+    ("INFO 12-01 10:00:00 engine.py:12] info: step 3 done\n", "grad_norm_nan"),
     # frameworks' own warnings that name an OOM as a condition or a risk (accelerate, torch FSDP)
     ("UserWarning: Current model requires 4096 bytes of buffer for offloaded layers, which seems does not fit any "
      "GPU's remaining memory. If you are experiencing a OOM later, please consider using offload_buffers=True.\n",
