@@ -411,6 +411,10 @@ TOP3_R5 = [
     # the required reasoning dropped (the shortcut category's own definition)
     ("# the model learned to skip the <think> part and only output the answer tag\n", "reward_hacking_shortcut"),
     ("# after step 200 the policy stopped writing any reasoning\n", "reward_hacking_shortcut"),
+    # DPO metrics described going wrong (TRL's rewards/chosen, rewards/margins, rewards/accuracies)
+    ("# DPO: chosen log probs decrease along with rejected ones\n", "dpo_overoptimization_high_lr"),
+    ("# DPO margins explode after epoch 2\n", "dpo_overoptimization_high_lr"),
+    ("# DPO rewards/accuracies is 1.0 after 100 steps\n", "dpo_overoptimization_high_lr"),
 ]
 
 
@@ -458,6 +462,9 @@ HEALTHY_R5 = [
     ("# rewards are not always zero\n", "reward_function_misconfig"),
     ("# we drop the reasoning traces from the SFT data to save tokens\n", "reward_hacking_shortcut"),
     ("INFO 12-01 10:00:00 engine.py:12] info: step 3 done\n", "grad_norm_nan"),
+    ("# DPO: rewards/chosen rises slowly, margins 0.5\n", "dpo_overoptimization_high_lr"),
+    ("# DPO rewards/accuracies around 0.7\n", "dpo_overoptimization_high_lr"),
+    ("# the chosen reward falls in PPO\n", "dpo_overoptimization_high_lr"),   # no preference run named
     # frameworks' own warnings that name an OOM as a condition or a risk (accelerate, torch FSDP)
     ("UserWarning: Current model requires 4096 bytes of buffer for offloaded layers, which seems does not fit any "
      "GPU's remaining memory. If you are experiencing a OOM later, please consider using offload_buffers=True.\n",
