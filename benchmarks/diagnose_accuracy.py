@@ -24,6 +24,10 @@ Each case runs through the CLI, ``rl-advisor diagnose FILE... --json`` (in-proce
 
     python benchmarks/diagnose_accuracy.py
     python benchmarks/diagnose_accuracy.py --subprocess --show-misses
+
+It also prints the leave-one-batch-out table of the similar-known-cases fallback
+(benchmarks/known_cases.py; ``--no-cv`` skips it). Each case is diagnosed with its own thread left out
+of the similar-case search (``--exclude-source``).
 """
 
 from __future__ import annotations
@@ -82,8 +86,10 @@ def _repo_of(url: str) -> str:
     return "/".join(parts[1].split("/")[:2]) if len(parts) > 1 else (url.split("/")[2] if "://" in url else "other")
 
 
-def diagnose_cli(paths: list[Path], use_subprocess: bool = False) -> dict:
-    args = ["diagnose", *map(str, paths), "--json"]
+def diagnose_cli(paths: list[Path], use_subprocess: bool = False, source: str = "") -> dict:
+    """The CLI's JSON for one case. ``source``: the case's thread, left out of the similar-case
+    search (a case never counts as similar to itself or to its own thread)."""
+    args = ["diagnose", *map(str, paths), "--json"] + (["--exclude-source", source] if source else [])
     if use_subprocess:
         exe = Path(sys.executable).with_name("rl-advisor")
         cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "rl_advisor"]
@@ -116,11 +122,13 @@ def run(cases: list[dict], use_subprocess: bool = False) -> list[dict]:
     rows = []
     for c in cases:
         try:
-            res = diagnose_cli(c["paths"], use_subprocess)
+            res = diagnose_cli(c["paths"], use_subprocess, c.get("source", ""))
             ok, got = judge(c, res)
+            found = [(f["category"], f["severity"], any(e["kind"] == "log" for e in f["evidence"]))
+                     for f in res["findings"] if f["rule"] != "similar_case"]
         except Exception as exc:  # a crash is a miss, reported as such
-            ok, got = False, f"ERROR {type(exc).__name__}: {exc}"
-        rows.append({**c, "passed": ok, "got": got})
+            ok, got, found = False, f"ERROR {type(exc).__name__}: {exc}", []
+        rows.append({**c, "passed": ok, "got": got, "rule_findings": found})
     return rows
 
 
@@ -150,12 +158,28 @@ def summary(rows: list[dict]) -> dict[str, tuple[int, int]]:
     return out
 
 
+def similar_cv(rows: list[dict], shared: Path | None) -> list[str]:
+    """Similar known cases (advisor/diagnosis/similar.py), leave-one-batch-out over the development
+    batches (benchmarks/known_cases.py): retrieval alone, and after the rule findings of this run."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import known_cases
+
+    cases = known_cases.development_cases(shared)
+    rules = {r["id"]: r["rule_findings"] for r in rows}
+    params = known_cases.current_params()
+    cv = known_cases.cross_validate(cases, params, rules)
+    return [f"similar known cases, leave-one-batch-out on development (params {params}; the rules were "
+            "tuned on these batches, so 'rules + similar' is optimistic, 'retrieval only' is the honest figure):",
+            *known_cases.report(cv)]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--subprocess", action="store_true", help="run the installed rl-advisor entry point per case")
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--no-shared", action="store_true", help="only tests/cases/diagnosis")
     ap.add_argument("--shared", type=Path, default=None, help="the shared folder (default: ../shared)")
+    ap.add_argument("--no-cv", action="store_true", help="skip the similar-known-cases leave-one-batch-out table")
     args = ap.parse_args(argv)
     shared = (args.shared / "cases" / "diagnosis") if args.shared else SHARED
     cases = load_cases(None if args.no_shared else shared)
@@ -169,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for p, (ok, n) in summary(rows).items():
         print(f"{p:<12} {ok}/{n} = {ok / n:.1%}" if n else f"{p:<12} no cases")
+    if not args.no_cv:
+        print()
+        print("\n".join(similar_cv(rows, shared if not args.no_shared else None)))
     if args.show_misses:
         print()
         for r in rows:

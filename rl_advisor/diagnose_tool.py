@@ -55,9 +55,10 @@ class InlineMetricPoint(BaseModel):
         ..., description="Metric key -> value for this step (null = NaN/Inf, which JSON cannot carry).")
 
 
-def _session(plan: Plan | None, framework: Framework | str | None) -> DiagnosisSession:
+def _session(plan: Plan | None, framework: Framework | str | None,
+             exclude_sources: Iterable[str] = ()) -> DiagnosisSession:
     fw = framework.value if isinstance(framework, Framework) else framework
-    return DiagnosisSession(plan, framework=fw or None)
+    return DiagnosisSession(plan, framework=fw or None, exclude_sources=exclude_sources)
 
 
 def _feed_file(session: DiagnosisSession, path: Path, *, read_metrics: bool = True,
@@ -72,14 +73,15 @@ def _feed_file(session: DiagnosisSession, path: Path, *, read_metrics: bool = Tr
 
 
 def diagnose_path(path: str | Path | list[str | Path], plan: Plan | None = None,
-                  framework: Framework | str | None = None) -> Diagnosis:
+                  framework: Framework | str | None = None, exclude_sources: Iterable[str] = ()) -> Diagnosis:
     """Diagnose a log file (any supported format), several files of one run, a TensorBoard
-    file/directory, or a run directory (its metric files and logs)."""
+    file/directory, or a run directory (its metric files and logs). ``exclude_sources``: thread
+    URLs whose known cases are left out of the similar-case search (measuring on a known case)."""
     from rl_advisor.safe_paths import check_input_path
 
     # MCP-supplied paths: resolved (symlinks, '..') and confined to the allowed roots
     paths = [check_input_path(x, field="path") for x in (path if isinstance(path, list) else [path])]
-    session = _session(plan, framework)
+    session = _session(plan, framework, exclude_sources)
     notes: list[str] = []
     try:
         for p in paths:

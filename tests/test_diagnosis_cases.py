@@ -35,10 +35,12 @@ def _case_ids() -> list[str]:
     return [c["id"] for c in _index(SHARED)]
 
 
-def _diagnose_cli(files: list[Path]) -> dict:
+def _diagnose_cli(files: list[Path], source: str = "") -> dict:
+    """``source``: the case's thread, left out of the similar-known-case search (a case is never
+    evidence for itself)."""
     buf = io.StringIO()
     with redirect_stdout(buf):
-        code = cli_main(["diagnose", *map(str, files), "--json"])
+        code = cli_main(["diagnose", *map(str, files), "--json"] + (["--exclude-source", source] if source else []))
     assert code == 0
     return json.loads(buf.getvalue())
 
@@ -47,7 +49,7 @@ def _diagnose_cli(files: list[Path]) -> dict:
 def test_case_is_diagnosed(shared_dir: Path, case_id: str) -> None:
     case = next(c for c in _index(shared_dir) if c["id"] == case_id)
     folder = shared_dir / "cases" / "diagnosis" / case_id
-    result = _diagnose_cli([folder / raw for raw in case["raw_files"]])
+    result = _diagnose_cli([folder / raw for raw in case["raw_files"]], case.get("source") or "")
     findings = result["findings"]
     cats = [f["category"] for f in findings]
     expected = case["expected_diagnosis"]

@@ -65,7 +65,7 @@ def test_split_is_by_batch() -> None:
 @lru_cache(maxsize=None)
 def _result(case_id: str) -> tuple[bool, str]:
     case = next(c for c in CASES if c["id"] == case_id)
-    return acc.judge(case, acc.diagnose_cli(case["paths"]))
+    return acc.judge(case, acc.diagnose_cli(case["paths"], source=case["source"]))
 
 
 DEVELOPMENT_MISSES: dict[str, str] = {

@@ -7,7 +7,8 @@ for points read elsewhere (TensorBoard, inline metrics from an MCP client), then
 
 Ranking: severity first; then the kind of evidence (log lines and metric values > prose
 descriptions and comments); then the category's priority in the taxonomy (root causes before
-wrappers and consequences); then the earliest line.
+wrappers and consequences); then the earliest line. Similar known cases (retrieval over the corpus,
+advisor/diagnosis/similar.py) come after every rule finding.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from advisor.diagnosis.rules import CHECKS, RuleContext
 from advisor.diagnosis.prefilter import (MARKER, METRIC, NONFINITE, RECORD, SIGNAL, context_lines, line_ends,
                                          marker_ends, prose_scan_lines)
 from advisor.diagnosis.signatures import SigHit, SignatureScanner
+from advisor.diagnosis.similar import TextSample
+from advisor.diagnosis.similar import findings as similar_findings
 from advisor.diagnosis.tables import make_fixes, rules, taxonomy
 from advisor.metrics import MetricPoint, SeriesStore, detect_format, make_reader
 from advisor.metrics.parsers import MAX_LINE_CHARS, LogReader, TrainerStateReader
@@ -75,8 +78,11 @@ _TQDM_BYTES = re.compile(rb"(\d+)/(\d+) \[[\d:]+<")
 class DiagnosisSession:
     """Streaming diagnosis of one run. ``plan`` (an ``advisor.plan.Plan``) adds context."""
 
-    def __init__(self, plan: object | None = None, *, framework: str | None = None, fmt: str | None = None):
+    def __init__(self, plan: object | None = None, *, framework: str | None = None, fmt: str | None = None,
+                 exclude_sources: Iterable[str] = ()):
         self.plan = plan
+        self.sample = TextSample()  # the kept text (not metric records), bounded: for similar known cases
+        self.exclude_sources = frozenset(exclude_sources)  # known cases of these threads are never matched
         self.framework = framework or (str(getattr(getattr(plan, "framework", None), "value", "")) or None
                                        if plan is not None else None)
         self.fmt = fmt
@@ -308,10 +314,14 @@ class DiagnosisSession:
             self.reader.note_progress(int(last.group(1)), int(last.group(2)))  # type: ignore[union-attr]
 
     def _handle(self, line_no: int, text: str, kinds: int, *, full: bool) -> None:
+        points = None
         if kinds & METRIC and self._read_metrics and self.reader is not None:
-            self._file_store.extend(self.reader.feed_line(line_no, text))
+            points = self.reader.feed_line(line_no, text)
+            self._file_store.extend(points)
         if kinds & (SIGNAL | MARKER) and not isinstance(self.reader, TrainerStateReader) \
                 and not _looks_binary(text):  # random bytes spell 'OOM' by chance: no evidence there
+            if not points:
+                self.sample.add(text)
             stripped = text.lstrip()
             self.scanner.feed_line(line_no, text, prose_ok=full or stripped[:1] in ("#", ">"))
 
@@ -360,6 +370,8 @@ class DiagnosisSession:
         for f in findings:
             f.score = _score(f, tax)
         findings.sort(key=lambda f: (-f.score, _first_line(f)))
+        findings += similar_findings(self.sample.text(), findings, framework, self.plan,
+                                     self.exclude_sources)  # retrieval: after every rule finding
         notable = [f for f in findings if f.severity in ("error", "warning")]
         if not self.store.points and not findings:
             # Nothing measured and nothing recognised: "healthy" would be a claim without evidence.

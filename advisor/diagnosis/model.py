@@ -20,9 +20,9 @@ class LogLine(BaseModel):
 class Evidence(BaseModel):
     """Why a finding fired: a metric over a step range, or matching log lines."""
 
-    kind: Literal["metric", "log", "prose"] = Field(
+    kind: Literal["metric", "log", "prose", "case"] = Field(
         ..., description="metric: read from logged values; log: matching log lines; "
-        "prose: a description or comment (weaker).")
+        "prose: a description or comment (weaker); case: a similar known case (its thread and resolution).")
     metric: str | None = Field(None, description="Normalised metric name.")
     key: str | None = Field(None, description="The raw key as logged.")
     step_first: int | None = None

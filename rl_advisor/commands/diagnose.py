@@ -28,6 +28,9 @@ def register(subparsers: Any) -> None:
                    help="framework for the fix keys (detected when absent)")
     p.add_argument("--json", action="store_true", help="print the Diagnosis as JSON (findings in rank order)")
     p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report with metric plots")
+    p.add_argument("--exclude-source", action="append", default=[], metavar="URL",
+                   help="leave the known cases of this thread out of the similar-case search (for measuring "
+                   "accuracy on a case of the corpus; repeatable)")
     p.set_defaults(_run=_run)
 
 
@@ -47,7 +50,7 @@ def _run(ns: argparse.Namespace) -> int:
         if ns.run_id:
             diag = diagnose_run_record(ns.run_id, plan, ns.framework)
         elif ns.files:
-            diag = diagnose_path(list(ns.files), plan, ns.framework)
+            diag = diagnose_path(list(ns.files), plan, ns.framework, ns.exclude_source)
         else:
             raise AdvisorError("nothing to diagnose", field="FILE", allowed="a log file, a directory, or --run-id")
     except AdvisorError as exc:
