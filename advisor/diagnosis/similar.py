@@ -290,8 +290,9 @@ def findings(text: str, found: list[Any], framework: str | None, plan: object | 
              exclude_sources: Iterable[str] = ()) -> list[Any]:
     """Findings for the categories the nearest known cases vote for. A category a rule already
     found (in ``found``) gets the nearest case as one more evidence item (its thread and
-    resolution) instead; when a rule read an error from a log line, no other category is added
-    (the framework's own message is the better evidence: retrieval is the fallback). Healthy neighbours give an info
+    resolution) instead. When a rule read an error from a log line there is no retrieval at all (the
+    framework's own message is the better evidence, retrieval is the fallback, and a crash log then
+    never pays for loading the table). Healthy neighbours give an info
     finding (a thread where this was expected), every other category a warning. Empty when nothing
     is similar enough."""
     if not text.strip():
@@ -299,9 +300,10 @@ def findings(text: str, found: list[Any], framework: str | None, plan: object | 
     from advisor.diagnosis.model import Finding
     from advisor.diagnosis.tables import taxonomy
 
+    if any(f.severity == "error" and any(e.kind == "log" for e in f.evidence) for f in found):
+        return []  # a rule read the framework's error message: that is the diagnosis (and no table load)
     tax = taxonomy()
     by_cat = {f.category: f for f in found}
-    read_error = any(f.severity == "error" and any(e.kind == "log" for e in f.evidence) for f in found)
     out = []
     for v in similar_votes(text, exclude_sources=exclude_sources):
         if v.category not in tax:
@@ -309,8 +311,6 @@ def findings(text: str, found: list[Any], framework: str | None, plan: object | 
         evidence = _evidence(v)
         if v.category in by_cat:
             by_cat[v.category].evidence.append(evidence[0])
-            continue
-        if read_error:
             continue
         best = v.neighbours[0]
         healthy = v.category in HEALTHY
