@@ -45,7 +45,7 @@ HEALTHY = frozenset({"healthy", "healthy_false_alarm"})
 
 _METRIC_PAIR = re.compile(r"""['"]?[A-Za-z_\u0130\u0131\u017f\u212a][\w./@()-]*+['"]?\s?:\s?[-+]?"""
                           r"""(?:\d[\d.]*(?:[eE][-+]?\d+)?|[nN][aA][nN]|[iI\u0130\u0131][nN][fF])\b""")
-"""A ``key: value`` pair. Written out case by case rather than with IGNORECASE (which makes every
+r"""A ``key: value`` pair. Written out case by case rather than with IGNORECASE (which makes every
 character test fold case: four times slower), with the non-ASCII letters IGNORECASE folds onto
 these (dotted/dotless i, long s, Kelvin sign), and the key's run possessive (``*+``: a shorter key
 is followed by a key character, never by the quote, space or colon that must come next), so it
