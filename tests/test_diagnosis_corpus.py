@@ -97,12 +97,13 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
-"""The validation batch (``VALIDATION_BATCH``, now 6) as first measured, blind, at its rule freeze:
+MEASURED_VALIDATION: tuple[int, int] | None = (24, 48)
+"""The validation part (batches >= ``VALIDATION_BATCH``: 6 and 7, collected blind by two collectors) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured; whoever measures it records the figure here and in tests/cases/diagnosis/README.md (the
 history: batch 1's hash-split part 25/33 = 76%, batch 2 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%,
-batch 5 19/29 = 66%)."""
+batch 5 19/29 = 66%; batches 6 and 7, measured together at the session-5 round-5 freeze: 12/24 and
+12/24, 24/48 = 50%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -131,6 +132,16 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "measured 24/48 = 50% on the blind batches 6 and 7 (12/24 each) at the session-5 round-5 rule freeze "
+    "(goal >= 90%): OOMs whose phase or device is only in prose or a loading step (7: actor update read as a "
+    "plain GPU OOM, the reference log-prob pass read as the actor's, host RAM read as GPU or wake-up, a "
+    "max_seq_len beyond the KV cache read as a weight-sync error), non-finite values shown only as torch's "
+    "'probability tensor contains inf/nan' or a bf16 LoRA NaN (4), reward functions that never score for a "
+    "template or regex reason, described in prose (3), weight-sync faults of LoRA adapters and SGLang's "
+    "update offsets (3), truncation and log-prob drift in prose (3), DAPO's 'num_gen_batches exceeded' "
+    "(all groups filtered), a reward-model exploit, repetition and gibberish described in prose. Batches 6 "
+    "and 7 are not tuned on while they are the validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
