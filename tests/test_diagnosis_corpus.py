@@ -57,9 +57,9 @@ def test_split_is_by_batch() -> None:
         assert c["split"] == ("validation" if c["batch"] >= acc.VALIDATION_BATCH else "development")
         parts.setdefault(c["source"], set()).add(c["split"])
     assert all(len(v) == 1 for v in parts.values()), "one thread's cases belong to one batch"
-    # batches 1 to 5 were read while the rules were written: never validation again
-    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 5)
-    assert acc.VALIDATION_BATCH >= 6
+    # batches 1 to 7 were read while the rules were written: never validation again
+    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 7)
+    assert acc.VALIDATION_BATCH >= 8
 
 
 @lru_cache(maxsize=None)
@@ -75,6 +75,53 @@ DEVELOPMENT_MISSES: dict[str, str] = {
     "openr1-628-accuracy-reward-cannot-parse-solution": (
         "the cause (a dataset solution column without \\boxed{} so math_verify parses nothing) is read from the "
         "data and the reward code; the excerpt has no failure string"),
+    # batches 6 and 7 (joined development in round 6): misses not yet read by a general rule
+    "colossalai-3732-stage3-reward-nan-probability-tensor": (
+        "a non-finite value shown only as torch's multinomial 'probability tensor contains either inf, nan or element < 0'"),
+    "coursia-13614-honest-reward-zero-last-match-extractor": (
+        "a reward function that never scores for an extractor reason, described in prose; no wording class reads it yet"),
+    "dapo-22-num-gen-batches-exceeded-all-groups-filtered": (
+        "DAPO's num_gen_batches / max_num_gen_batches message (every group filtered as zero-variance) is not in the table yet"),
+    "dschat-491-reward-model-thanks-tokens-exploited": (
+        "a reward-model exploit (the policy emitting tokens the reward model pays) described in prose"),
+    "msswift-8233-vllm-lora-double-counted-after-resume": (
+        "a LoRA adapter weight sync fault after resume described in prose; no LoRA sync wording yet"),
+    "nemorl-2725-thinking-models-truncated-zero-accuracy": (
+        "thinking models truncated (zero accuracy) described in prose; the truncation class misses this wording"),
+    "openinstruct-1473-olmo3-vllm-local-logprob-diff-grows": (
+        "a growing vLLM/local log-prob difference described in prose; the mismatch class misses this wording"),
+    "openr1-560-distill-format-reward-zero-think-in-template": (
+        "a format reward stuck at zero because <think> is in the template, described in prose"),
+    "openr1mm-15-format-reward-zero-without-dotall": (
+        "a format reward stuck at zero for a regex reason (no DOTALL), described in prose"),
+    "openrlhf-336-llama3-70b-max-seq-len-over-kv-cache": (
+        "vLLM's max_seq_len larger than the KV cache can hold is read as a weight-sync error, not a GPU memory one"),
+    "qwen-107-dapo-lora-grad-explosion-bf16-nan": (
+        "a bf16 LoRA run whose NaN/gradient explosion wording no rule reads yet"),
+    "roll-159-rlvr-reference-compute-log-probs-oom": (
+        "an OOM in the reference model's compute_log_probs is read as the actor's log-prob pass"),
+    "sglang-26032-slime-online-weight-update-start-out-of-range": (
+        "SGLang's online weight-update offset error is not in the table yet"),
+    "simpo-80-llama31-generations-loop-after-simpo": (
+        "generations that loop after preference training, described in prose; the repetition class misses this wording"),
+    "trinityrft-608-multistep-rollout-go-after-context-limit": (
+        "a multi-step rollout continuing past the context limit (truncation) described in prose"),
+    "trl-199-ppo-entropy-rises-gibberish": (
+        "entropy rising with gibberish output described in prose; the entropy class misses this wording"),
+    "trl-2719-ppo-7b-killed-loading-shards": (
+        "a process Killed while loading checkpoint shards (host RAM) is read as a GPU OOM"),
+    "verl-1386-megatron-offload-overlaps-vllm-wakeup-spike": (
+        "a memory spike when offload overlaps the vLLM wake-up, described in prose; read as a plain OOM"),
+    "verl-1581-multiturn-sglang-gsm8k-tool-nan-collapse": (
+        "a NaN collapse in a multi-turn run described in prose; read as a KL blow-up"),
+    "verl-224-rollout-workers-11g-host-ram-96g": (
+        "rollout workers filling host RAM described in prose; read as the rollout wake-up OOM"),
+    "verl-3124-qwen25-32b-oom-when-actor-updates": (
+        "an OOM 'when the actor updates' in prose: the phase words are not read, so a plain GPU OOM"),
+    "verl-3516-vlm-lora-sleep-level2-lora-not-synced": (
+        "LoRA weights not synced after sleep level 2, described in prose; no LoRA sync wording yet"),
+    "verl-3620-dapo-qwen25-7b-megatron-actor-update-oom": (
+        "an OOM during the actor update in prose: the phase words are not read, so a plain GPU OOM"),
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one
@@ -97,8 +144,8 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = (24, 48)
-"""The validation part (batches >= ``VALIDATION_BATCH``: 6 and 7, collected blind by two collectors) as first measured, blind, at its rule freeze:
+MEASURED_VALIDATION: tuple[int, int] | None = None
+"""The validation batch (``VALIDATION_BATCH``, now 8) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured; whoever measures it records the figure here and in tests/cases/diagnosis/README.md (the
 history: batch 1's hash-split part 25/33 = 76%, batch 2 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%,
@@ -132,16 +179,6 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 24/48 = 50% on the blind batches 6 and 7 (12/24 each) at the session-5 round-5 rule freeze "
-    "(goal >= 90%): OOMs whose phase or device is only in prose or a loading step (7: actor update read as a "
-    "plain GPU OOM, the reference log-prob pass read as the actor's, host RAM read as GPU or wake-up, a "
-    "max_seq_len beyond the KV cache read as a weight-sync error), non-finite values shown only as torch's "
-    "'probability tensor contains inf/nan' or a bf16 LoRA NaN (4), reward functions that never score for a "
-    "template or regex reason, described in prose (3), weight-sync faults of LoRA adapters and SGLang's "
-    "update offsets (3), truncation and log-prob drift in prose (3), DAPO's 'num_gen_batches exceeded' "
-    "(all groups filtered), a reward-model exploit, repetition and gibberish described in prose. Batches 6 "
-    "and 7 are not tuned on while they are the validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
