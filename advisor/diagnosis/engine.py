@@ -91,6 +91,7 @@ class DiagnosisSession:
         self.store = SeriesStore()
         self._file_store = SeriesStore()  # the current file's points, merged at end_file
         self._bbuf = b""
+        self._buf = bytearray()  # the current chunk behind a newline, reused (see feed_bytes)
         self._text_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.line_no = 0
         self._file_line = 0
@@ -134,6 +135,7 @@ class DiagnosisSession:
         self.reader = None
         self._file_line = 0
         self._ahead, self._tail = 0, None
+        self._buf = bytearray()
         self._text_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def feed(self, chunk: str) -> None:
@@ -163,10 +165,20 @@ class DiagnosisSession:
             self.line_no += data.count(b"\n", 0, cut)
             return
         # one copy of the chunk, behind a newline: every line then starts after a newline, so the
-        # pre-filter reads the chunk in place (prefilter.line_ends)
-        data = b"".join((b"\n", self._bbuf, chunk))
-        cut = data.rfind(b"\n") + 1
-        self._bbuf = data[cut:cut + MAX_LINE_CHARS] if cut < len(data) else b""
+        # pre-filter reads the chunk in place (prefilter.line_ends). The copy goes into one buffer
+        # kept for the whole file: a fresh megabyte per chunk costs the allocator fresh pages each
+        # time (a quarter of a diagnosis of a long log). Bytes past ``size`` are stale; every read
+        # below is bounded by ``cut``.
+        size = 1 + len(self._bbuf) + len(chunk)
+        data = self._buf
+        if len(data) < size:
+            data = self._buf = bytearray(size + (size >> 3))
+        data[0] = 10
+        mid = 1 + len(self._bbuf)
+        data[1:mid] = self._bbuf
+        data[mid:size] = chunk
+        cut = data.rfind(b"\n", 0, size) + 1
+        self._bbuf = bytes(data[cut:min(size, cut + MAX_LINE_CHARS)]) if cut < size else b""
         if cut <= 1:
             return
         pos = 1
