@@ -494,3 +494,83 @@ def test_ambiguous_reading_ranks_below_the_sure_one() -> None:
     framed = ('  File "/x/vllm/worker/worker.py", line 9, in determine_num_available_blocks\n'
               "ValueError: No available memory for the cache blocks.\n")
     assert "oom_gpu" not in _cats(framed)
+
+
+# ---------------------------------------------------------------- round 6 (batches 6 and 7's misses read)
+# Framework strings (each with its source in diagnosis_signatures.yaml) and OOM phase words, in wordings and
+# logs other than the cases' own.
+FIRST_R6 = [
+    # torch.multinomial's check on non-finite probabilities (the vLLM/HF sampler after a NaN update)
+    ("  File \"generation/utils.py\", line 2410, in _sample\n"
+     "    next_tokens = torch.multinomial(probs, num_samples=1).squeeze(1)\n"
+     "RuntimeError: probability tensor contains either inf, nan or element < 0\n", "grad_norm_nan"),
+    # DAPO dynamic sampling gave up: every group filtered as uniform (the newer message of the recipe)
+    ("ValueError: num_gen_batches=4 >= max_num_gen_batches=4. Generated too many. Please check if your data are "
+     "too difficult. You could also try set max_num_gen_batches=0 to enable endless trials.\n",
+     "zero_variance_groups"),
+    # SGLang's online weight update, another exception inside it
+    ("[2025-03-02 10:01:02 TP0] Failed to update parameter online: size mismatch for "
+     "model.layers.0.mlp.experts.w13_weight. The full weights of the ModelRunner are partially updated. Please "
+     "discard the whole weights.\n", "vllm_weight_sync_failure"),
+    # vLLM's KV cache too small for max_model_len: v0 and v1 wordings
+    ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored "
+     "in KV cache (20112). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+     "initializing the engine.\n", "oom_gpu"),
+    ("(EngineCore_DP0 pid=12) ValueError: To serve at least one request with the models's max seq len (16384), "
+     "(3.00 GiB KV cache is needed, which is larger than the available KV cache memory (1.10 GiB).\n", "oom_gpu"),
+    # bash's notice of a child killed by SIGKILL (the kernel OOM killer), inside a script or as a job
+    ("Loading checkpoint shards:  50%|#####     | 2/4\n./train.sh: line 7: 81234 Killed                  "
+     "accelerate launch grpo.py --config cfg.yaml\n", "oom_host_cpu"),
+    ("[1]+  Killed                  python train_dpo.py\n", "oom_host_cpu"),
+    # the reference cluster's Ray actor prefix (ROLL) before a CUDA OOM in a log-prob frame
+    ("(ActorWorker(reference-3) pid=81, ip=10.0.0.4)   File \"base_worker.py\", line 230, in compute_log_probs\n"
+     "(ActorWorker(reference-3) pid=81, ip=10.0.0.4) torch.OutOfMemoryError: CUDA out of memory. Tried to "
+     "allocate 9.00 GiB\n", "oom_ref_logprob"),
+    # the phase in the OOM line's own words
+    ("RuntimeError: CUDA out of memory while updating the policy, tried to allocate 4 GiB\n", "oom_actor_train"),
+]
+
+
+@pytest.mark.parametrize("text,expected", FIRST_R6, ids=[f"{i}-{e}" for i, (_, e) in enumerate(FIRST_R6)])
+def test_round6_first_finding(text: str, expected: str) -> None:
+    found = _cats(text)
+    assert found and found[0] == expected, found
+
+
+TOP3_R6 = [
+    # OOM phase words in a description
+    ("# we hit OOM during the actor update with 32k responses\n", "oom_actor_train"),
+    ("# CUDA OOM as soon as the trainer starts updating the actor\n", "oom_actor_train"),
+    ("# the policy update step goes OOM on 4 GPUs\n", "oom_actor_train"),
+    ("# OOM when the reference model computes log probs for 16k tokens\n", "oom_ref_logprob"),
+    ("# ref log prob pass OOMs with micro batch 8\n", "oom_ref_logprob"),
+    ("# vLLM OOMs while waking up after the update\n", "oom_rollout_wakeup"),
+    ("# the engine awaking at the same time as the optimizer offload leads to OOM\n", "oom_rollout_wakeup"),
+]
+
+
+@pytest.mark.parametrize("text,expected", TOP3_R6, ids=[f"{i}-{e}" for i, (_, e) in enumerate(TOP3_R6)])
+def test_round6_in_top3(text: str, expected: str) -> None:
+    assert expected in _cats(text)[:3], _cats(text)
+
+
+HEALTHY_R6 = [
+    # the frameworks' own success and progress lines beside the new strings
+    ("[2025-03-02 10:01:02 TP0] Succeeded to update parameter online.\n", "vllm_weight_sync_failure"),
+    ("num_gen_batches=2 < max_num_gen_batches=10. Keep generating...\n", "zero_variance_groups"),
+    ("INFO 06-28 06:11:45 gpu_executor.py:45] # GPU blocks: 378, # CPU blocks: 1638\n", "oom_gpu"),
+    ("INFO 06-28 06:11:46 worker.py:12] Maximum concurrency for 8192 tokens per request: 12.3x\n", "oom_gpu"),
+    ("# we set max_num_gen_batches=8 for dynamic sampling; batches fill after 2 tries\n", "zero_variance_groups"),
+    ("# sampling with temperature 1.0, no probability tensor errors so far\n", "grad_norm_nan"),
+    ("Killed 3 stale Ray workers before the run\n", "oom_host_cpu"),
+    # phase words with no OOM are not an OOM
+    ("# the actor update takes 40 s per step, the reference model computes log probs in 10 s\n", None),
+    ("# vLLM is waking up in 2 s after each update\n", None),
+]
+
+
+@pytest.mark.parametrize("text,absent", HEALTHY_R6, ids=[f"{i}" for i in range(len(HEALTHY_R6))])
+def test_round6_healthy_wordings(text: str, absent: str | None) -> None:
+    assert not _errors(text), _cats(text)
+    if absent is not None:
+        assert absent not in _cats(text), _cats(text)
