@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from advisor.diagnosis import Diagnosis, DiagnosisSession
 from advisor.diagnosis.prefilter import set_db_cache
 from advisor.errors import AdvisorError
+from advisor.yamlio import set_table_cache
 from advisor.metrics import make_point
 from advisor.plan import Framework, Plan
 from rl_advisor.metric_files import is_tensorboard_path, iter_byte_chunks, metric_files_in, read_tensorboard
@@ -43,7 +44,23 @@ def _save_db(key: str, blob: bytes) -> None:
     os.replace(tmp, folder / f"prefilter-{key}.hsdb")  # atomic: concurrent processes never read half a file
 
 
+def _load_table(key: str) -> bytes | None:
+    try:
+        return (_cache_dir() / f"table-{key}.json").read_bytes()
+    except OSError:
+        return None
+
+
+def _save_table(key: str, blob: bytes) -> None:
+    folder = _cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".table-{key}.{os.getpid()}.tmp"
+    tmp.write_bytes(blob)
+    os.replace(tmp, folder / f"table-{key}.json")
+
+
 set_db_cache(_load_db, _save_db)
+set_table_cache(_load_table, _save_table)
 
 
 class InlineMetricPoint(BaseModel):
