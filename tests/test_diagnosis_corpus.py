@@ -82,28 +82,16 @@ DEVELOPMENT_MISSES: dict[str, str] = {
         "a reward-model exploit (the policy emitting tokens the reward model pays) described in prose"),
     "msswift-8233-vllm-lora-double-counted-after-resume": (
         "a LoRA adapter weight sync fault after resume described in prose; no LoRA sync wording yet"),
-    "nemorl-2725-thinking-models-truncated-zero-accuracy": (
-        "thinking models truncated (zero accuracy) described in prose; the truncation class misses this wording"),
-    "openinstruct-1473-olmo3-vllm-local-logprob-diff-grows": (
-        "a growing vLLM/local log-prob difference described in prose; the mismatch class misses this wording"),
     "openr1-560-distill-format-reward-zero-think-in-template": (
         "a format reward stuck at zero because <think> is in the template, described in prose"),
     "openr1mm-15-format-reward-zero-without-dotall": (
         "a format reward stuck at zero for a regex reason (no DOTALL), described in prose"),
     "qwen-107-dapo-lora-grad-explosion-bf16-nan": (
         "a bf16 LoRA run whose NaN/gradient explosion wording no rule reads yet"),
-    "simpo-80-llama31-generations-loop-after-simpo": (
-        "generations that loop after preference training, described in prose; the repetition class misses this wording"),
     "trinityrft-608-multistep-rollout-go-after-context-limit": (
         "a multi-step rollout continuing past the context limit (truncation) described in prose"),
-    "trl-199-ppo-entropy-rises-gibberish": (
-        "entropy rising with gibberish output described in prose; the entropy class misses this wording"),
-    "verl-1581-multiturn-sglang-gsm8k-tool-nan-collapse": (
-        "a NaN collapse in a multi-turn run described in prose; read as a KL blow-up"),
     "verl-224-rollout-workers-11g-host-ram-96g": (
         "rollout workers filling host RAM described in prose; read as the rollout wake-up OOM"),
-    "verl-3516-vlm-lora-sleep-level2-lora-not-synced": (
-        "LoRA weights not synced after sleep level 2, described in prose; no LoRA sync wording yet"),
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one

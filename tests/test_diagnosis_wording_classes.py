@@ -546,6 +546,16 @@ TOP3_R6 = [
     ("# ref log prob pass OOMs with micro batch 8\n", "oom_ref_logprob"),
     ("# vLLM OOMs while waking up after the update\n", "oom_rollout_wakeup"),
     ("# the engine awaking at the same time as the optimizer offload leads to OOM\n", "oom_rollout_wakeup"),
+    # category vocabulary: a NaN that 'appears', a steady entropy rise, outputs full of loops, reasoning cut off,
+    # the rollout/trainer log-prob gap named first, LoRA weights that never reach the engine
+    ("# after 300 steps the loss appears NaN and the reward drops to 0\n", "grad_norm_nan"),
+    ("# policy entropy continues to rise over the whole run\n", "entropy_explosion"),
+    ("# entropy steadily increasing from epoch 2 on\n", "entropy_explosion"),
+    ("# after DPO the answers contain endless loops of the same clause\n", "degenerate_repetition"),
+    ("# long thoughts run past the budget and get truncated before the answer\n", "response_truncation"),
+    ("# we see a growing divergence between the vLLM logprobs and the trainer's\n", "rollout_train_logprob_mismatch"),
+    ("# debug/vllm_vs_local_logprob_diff_max keeps climbing after step 200\n", "rollout_train_logprob_mismatch"),
+    ("# with sleep mode the LoRA adapters are never synced to the rollout engine\n", "vllm_weight_sync_failure"),
 ]
 
 
@@ -566,6 +576,12 @@ HEALTHY_R6 = [
     # phase words with no OOM are not an OOM
     ("# the actor update takes 40 s per step, the reference model computes log probs in 10 s\n", None),
     ("# vLLM is waking up in 2 s after each update\n", None),
+    ("# NaN never appears in our runs with bf16\n", "grad_norm_nan"),
+    ("# entropy continues to decrease slowly, as expected\n", "entropy_explosion"),
+    ("# the rollout loop has many steps per episode\n", "degenerate_repetition"),
+    ("# a few rollouts get truncated, most finish with EOS\n", "response_truncation"),
+    ("# the difference between vLLM logprobs and the trainer's stays below 1e-3\n", None),
+    ("# LoRA adapters are synced to vLLM every step in 0.4 s\n", "vllm_weight_sync_failure"),
 ]
 
 
