@@ -75,23 +75,17 @@ DEVELOPMENT_MISSES: dict[str, str] = {
     "openr1-628-accuracy-reward-cannot-parse-solution": (
         "the cause (a dataset solution column without \\boxed{} so math_verify parses nothing) is read from the "
         "data and the reward code; the excerpt has no failure string"),
-    # batches 6 and 7 (joined development in round 6): misses not yet read by a general rule
+    # batches 6 and 7 (joined development in round 6): read in round 6, left to no general rule
     "coursia-13614-honest-reward-zero-last-match-extractor": (
-        "a reward function that never scores for an extractor reason, described in prose; no wording class reads it yet"),
-    "dschat-491-reward-model-thanks-tokens-exploited": (
-        "a reward-model exploit (the policy emitting tokens the reward model pays) described in prose"),
+        "the cause (an extractor keeping the last match while generation never stops) is read from the reward code; the French description names no symptom wording a general rule reads"),
     "msswift-8233-vllm-lora-double-counted-after-resume": (
-        "a LoRA adapter weight sync fault after resume described in prose; no LoRA sync wording yet"),
-    "openr1-560-distill-format-reward-zero-think-in-template": (
-        "a format reward stuck at zero because <think> is in the template, described in prose"),
-    "openr1mm-15-format-reward-zero-without-dotall": (
-        "a format reward stuck at zero for a regex reason (no DOTALL), described in prose"),
+        "LoRA applied twice after a resume (vllm_enable_lora): the cause is in the framework's resume code; the symptom is malformed text after the first batch"),
     "qwen-107-dapo-lora-grad-explosion-bf16-nan": (
-        "a bf16 LoRA run whose NaN/gradient explosion wording no rule reads yet"),
+        "the NaN shows only in the reporter's own debug prints (gradient maxima per layer, Chinese labels); the cause (SDPA math fallback in bf16) is read from code"),
     "trinityrft-608-multistep-rollout-go-after-context-limit": (
-        "a multi-step rollout continuing past the context limit (truncation) described in prose"),
+        "a multi-step rollout past max_model_len returning 'go': the truncation is in the workflow code's handling, not in a wording a general rule reads"),
     "verl-224-rollout-workers-11g-host-ram-96g": (
-        "rollout workers filling host RAM described in prose; read as the rollout wake-up OOM"),
+        "host RAM shown only as a process table and '96g memory' beside the GPUs' 80g; the table's rollout frame reads as the engine phase"),
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one

@@ -556,6 +556,10 @@ TOP3_R6 = [
     ("# we see a growing divergence between the vLLM logprobs and the trainer's\n", "rollout_train_logprob_mismatch"),
     ("# debug/vllm_vs_local_logprob_diff_max keeps climbing after step 200\n", "rollout_train_logprob_mismatch"),
     ("# with sleep mode the LoRA adapters are never synced to the rollout engine\n", "vllm_weight_sync_failure"),
+    ("# accuracy_reward stays at 0 for every batch\n", "reward_function_misconfig"),
+    ("# rewards/format_reward is always 0 from step 1\n", "reward_function_misconfig"),
+    ("# the policy quickly exploited the reward model's love of long answers\n", "reward_hacking"),
+    ("# our actor exploits a loophole in the judge prompt\n", "reward_hacking"),
 ]
 
 
@@ -582,6 +586,8 @@ HEALTHY_R6 = [
     ("# a few rollouts get truncated, most finish with EOS\n", "response_truncation"),
     ("# the difference between vLLM logprobs and the trainer's stays below 1e-3\n", None),
     ("# LoRA adapters are synced to vLLM every step in 0.4 s\n", "vllm_weight_sync_failure"),
+    ("# format_reward is not always 0: about 40% of samples score 1\n", "reward_function_misconfig"),
+    ("# the agent exploits the search tool well after 100 steps\n", "reward_hacking"),
 ]
 
 
