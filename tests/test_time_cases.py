@@ -180,3 +180,23 @@ def test_verl_rows_read_the_settings_of_their_own_recipe_script() -> None:
     assert per_gpu(sync) == per_gpu(asyn) == 512
     upd = [next(p.seconds for p in predict_step(c.plan).phases if p.phase == "actor_update") for c in (sync, asyn)]
     assert upd[0] == pytest.approx(upd[1], rel=0.02)
+
+
+def test_openrlhf_rows_model_the_code_of_their_source_time() -> None:
+    """A table measured in May 2024 (arXiv 2405.x) ran OpenRLHF code that sent each actor rank's prompts
+    to engine rank % num_engines (extra engines idle) with vLLM's default memory fraction; the same
+    rows dated after the changes run on every engine with the adapter's fraction."""
+    def rows(source: dict) -> dict:
+        doc = {"cases": [{"id": "orlhf", "use_for": ["time_model"], "source": source, "hardware": {"gpu": "A800"},
+                          "outcome": {"rows": [{"model_size": "7B", "gpus": 16, "dschat_s": 855.0,
+                                                "openrlhf_s": 471.0}]}}]}
+        return {c.row: c for c in time_cases(doc)}
+
+    old = rows({"paper": "OpenRLHF arXiv 2405.11143 (v1)"})["OpenRLHF 7B 16 GPUs"]
+    assert old.plan.rollout.engines == 4  # 4 actor ranks, 8 TP1 engines in the rollout pool
+    assert old.plan.memory.rollout_memory_fraction == 0.9
+    assert any("rank % num_engines" in i for i in old.inferred)
+    new = rows({"date": "2025-06-10"})["OpenRLHF 7B 16 GPUs"]
+    assert new.plan.rollout.engines is None and new.plan.memory.rollout_memory_fraction == 0.5
+    undated = rows({})["OpenRLHF 7B 16 GPUs"]
+    assert undated.plan.rollout.engines is None

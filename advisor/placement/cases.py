@@ -360,6 +360,38 @@ def _sync_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
 _SIZE_MODEL = {"7B": "Llama-2-7B", "13B": "Llama-2-13B", "34B": "CodeLlama-34B", "70B": "Llama-2-70B"}
 
 
+def _source_month(case: dict[str, Any]) -> tuple[int, int] | None:
+    """(year, month) a case's measurement dates from, read in its source: the arXiv identifier of
+    the cited paper version (``YYMM.NNNNN``: the month of submission) or an ISO ``date``. None when
+    the source states neither; the caller then models the framework as it is today."""
+    src = case.get("source") or {}
+    m = re.search(r"\b(\d{2})(\d{2})\.\d{4,5}\b", str(src.get("paper", "")))
+    if m and 1 <= int(m.group(2)) <= 12:
+        return 2000 + int(m.group(1)), int(m.group(2))
+    d = re.match(r"(\d{4})-(\d{2})", str(src.get("date", "")))
+    return (int(d.group(1)), int(d.group(2))) if d else None
+
+
+_OPENRLHF_ERAS: dict[str, tuple[tuple[int, int], str]] = {
+    # behaviour of OpenRLHF's Ray PPO code before the month given (read in OpenRLHF/OpenRLHF's history)
+    "engine_per_rank": ((2024, 11), "each actor rank sends its prompts to vLLM engine rank % num_engines "
+                        "(openrlhf/trainer/ppo_utils/experience_maker.py _generate_vllm, e.g. at 391e1de4, "
+                        "2024-05-18, the commit that published the table; no check that engines <= actor ranks "
+                        "until db99807d, 2024-10-30, and #511 769b1360, 2024-11-09, spread requests over all "
+                        "engines): engines beyond the actor ranks receive nothing"),
+    "vllm_default_memory": ((2025, 2), "create_vllm_engines passes no gpu_memory_utilization (until #677 "
+                            "c10f02bd, 2025-02-07): vLLM's default 0.9"),
+}
+"""OpenRLHF code behaviour that changed after a time-row source measured it, with the change's commit."""
+
+
+def _openrlhf_era(case: dict[str, Any], what: str) -> str | None:
+    """The note of an ``_OPENRLHF_ERAS`` behaviour if the case's measurement predates its change."""
+    when = _source_month(case)
+    until, note = _OPENRLHF_ERAS[what]
+    return note if when is not None and when < until else None
+
+
 def _ppo_plan(name: str, model: str, gpu: str, gpus: int, *, framework: str, engine: str, pools: list[Pool],
               mode: str, rollout_tp: int, offload: bool, extra: dict[str, ModelSpec], prompt: int, resp_max: int,
               resp_mean: int, batch: int, mini: int, micro: int = 4, critic: str | None = None, reward: str | None = None,
@@ -407,10 +439,22 @@ def _openrlhf_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Ti
                  pool("rollout", gpus - 2 * quarter, ["rollout"])]
         p = _ppo_plan(f"openrlhf-{row['model_size'].lower()}", model, gpu, gpus, framework="openrlhf", engine="vllm",
                       pools=pools, mode="split", rollout_tp=tp, frozen_offload=True, **common)
+        era = []
+        per_rank = _openrlhf_era(case, "engine_per_rank")
+        if per_rank:
+            engines = min((gpus - 2 * quarter) // tp, quarter)
+            p = p.model_copy(update={"rollout": p.rollout.model_copy(update={"engines": engines})})
+            era.append(f"{engines} vLLM engines generate: {per_rank}")
+        mem = _openrlhf_era(case, "vllm_default_memory")
+        if mem:
+            p = p.model_copy(update={"memory": p.memory.model_copy(update={"rollout_memory_fraction": 0.9})})
+            era.append(mem)
         out.append(TimeCase(case=case["id"], row=f"OpenRLHF {row['model_size']} {gpus} GPUs", plan=p, metric="step_s",
                             published=row["openrlhf_s"], expert=True,
                             inferred=inferred + ["roles split as the README's tuning guide for 70B on 32 GPUs, scaled: "
-                                                 "vLLM 1/2, actor+ref 1/4, critic+reward 1/4, ref/reward offloaded"]))
+                                                 "vLLM 1/2, actor+ref 1/4, critic+reward 1/4, ref/reward offloaded"]
+                            + [f"code of the source's time ({'-'.join(map(str, _source_month(case) or ()))}): {e}"
+                               for e in era]))
         # "Optimized DSChat": the README states Adam offload and RM/Ref offload for every size
         pools = [Pool(name="all", nodes=max(1, gpus // 8), gpus_per_node=8,
                       roles=["policy", "reference", "critic", "reward", "rollout"])]

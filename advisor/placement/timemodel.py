@@ -705,7 +705,11 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         # DeepSpeed's CPU Adam keeps the states on the host and moves bf16 grads down and bf16
         # params up at every optimizer step.
         moved = 0.0
-        shard = a.params / p.gpus
+        # the states a rank holds: FSDP shards inside its fsdp_size group (hybrid sharding keeps a
+        # full copy per group, the memory model's rule in advisor.memory.ledger); ZeRO and Megatron's
+        # distributed optimizer over the whole pool
+        fsdp_group = par.fsdp_size if mk.train_backend in ("fsdp", "fsdp2") and par.fsdp_size > 0 else p.gpus
+        shard = a.params / min(fsdp_group, p.gpus)
         if info.param_offload:
             moved += 2 * 2 * shard * 2.0
         if info.optimizer_offload and not lora:
