@@ -108,13 +108,13 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (4, 15)
 """The validation batch (``VALIDATION_BATCH``, now 8) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured; whoever measures it records the figure here and in tests/cases/diagnosis/README.md (the
 history: batch 1's hash-split part 25/33 = 76%, batch 2 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%,
 batch 5 19/29 = 66%; batches 6 and 7, measured together at the session-5 round-5 freeze: 12/24 and
-12/24, 24/48 = 50%)."""
+12/24, 24/48 = 50%; batch 8 at the round-6 freeze: 4/15 = 27%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -143,6 +143,14 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "measured 4/15 = 27% on the blind batch 8 at the session-5 round-6 rule freeze (goal >= 90%; 2/6 on the "
+    "cases of its first 40 queries): a TRL/LlamaFactory console whose dict follows a tqdm bar on the same line "
+    "(no metric read: 'loss': nan on every step), ms-swift's 'remaining_argv' unknown-argument error (2), "
+    "DeepSpeed's batch assertion raised in a reference engine, a TensorRT-LLM refit with empty weights, "
+    "repetition described in prose (2), a colocate wake-up OOM, a length blow-up and a prompt over "
+    "max_model_len in prose, and num_generations=2 groups read as a batch setting. Batch 8 is not tuned "
+    "on while it is the validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
