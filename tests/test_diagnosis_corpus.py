@@ -57,9 +57,9 @@ def test_split_is_by_batch() -> None:
         assert c["split"] == ("validation" if c["batch"] >= acc.VALIDATION_BATCH else "development")
         parts.setdefault(c["source"], set()).add(c["split"])
     assert all(len(v) == 1 for v in parts.values()), "one thread's cases belong to one batch"
-    # batches 1 to 7 were read while the rules were written: never validation again
-    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 7)
-    assert acc.VALIDATION_BATCH >= 8
+    # batches 1 to 8 were read while the rules were written: never validation again
+    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 8)
+    assert acc.VALIDATION_BATCH >= 9
 
 
 @lru_cache(maxsize=None)
@@ -86,6 +86,27 @@ DEVELOPMENT_MISSES: dict[str, str] = {
         "a multi-step rollout past max_model_len returning 'go': the truncation is in the workflow code's handling, not in a wording a general rule reads"),
     "verl-224-rollout-workers-11g-host-ram-96g": (
         "host RAM shown only as a process table and '96g memory' beside the GPUs' 80g; the table's rollout frame reads as the engine phase"),
+    # batch 8 (joined development in session 5 after its blind 4/15 at the round-6 freeze): not read yet
+    "coursia-10603-grpo-num-generations-2-homogeneous-groups": (
+        "groups of num_generations=2 with identical rewards, described in prose, are read as a batch-size setting, not zero-variance groups"),
+    "dschat-821-hybrid-engine-actor-repeats-one-token": (
+        "an actor that repeats one token under the hybrid engine, described in prose; the repetition class misses this wording"),
+    "msswift-2484-dpo-remaining-argv-rpo-alpha": (
+        "ms-swift's 'remaining_argv' unknown-argument error (an unsupported rpo_alpha) is not in the table yet"),
+    "msswift-2713-kto-remaining-argv-train-type-swift-2-6": (
+        "ms-swift's 'remaining_argv' unknown-argument error (train_type after ms-swift 2.6) is not in the table yet"),
+    "msswift-9991-grpo-colocate-wake-up-weights-oom": (
+        "an OOM while the colocated engine wakes up its weights, described in prose; the wake-up phase words are not read"),
+    "nemoaligner-264-trtllm-refit-empty-weights-ppo-actor": (
+        "a TensorRT-LLM refit with empty weights (a weight-sync fault of another engine) described in prose; no wording reads it"),
+    "simplerl-35-reinforce-length-blowup-reward-drop-step-54": (
+        "a response-length blow-up with a reward drop at one step, described in prose without a metric series"),
+    "simpo-12-simpo-collapse-hi-hi-repetition": (
+        "a collapse into repeated greetings after preference training, described in prose; the repetition class misses it"),
+    "sunzeyeah-rlhf-23-deepspeed-batch-assertion-ref-engine": (
+        "DeepSpeed's train-batch-size assertion raised while a reference engine initialises; the assertion wording is not matched there"),
+    "trinityrft-197-decoder-prompt-longer-than-max-model-len": (
+        "a prompt longer than vLLM's max_model_len, described in prose; the sequence-length class misses this wording"),
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one
@@ -108,8 +129,8 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = (4, 15)
-"""The validation batch (``VALIDATION_BATCH``, now 8) as first measured, blind, at its rule freeze:
+MEASURED_VALIDATION: tuple[int, int] | None = None
+"""The validation batch (``VALIDATION_BATCH``, now 9) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured; whoever measures it records the figure here and in tests/cases/diagnosis/README.md (the
 history: batch 1's hash-split part 25/33 = 76%, batch 2 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%,
@@ -143,14 +164,6 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 4/15 = 27% on the blind batch 8 at the session-5 round-6 rule freeze (goal >= 90%; 2/6 on the "
-    "cases of its first 40 queries): a TRL/LlamaFactory console whose dict follows a tqdm bar on the same line "
-    "(no metric read: 'loss': nan on every step), ms-swift's 'remaining_argv' unknown-argument error (2), "
-    "DeepSpeed's batch assertion raised in a reference engine, a TensorRT-LLM refit with empty weights, "
-    "repetition described in prose (2), a colocate wake-up OOM, a length blow-up and a prompt over "
-    "max_model_len in prose, and num_generations=2 groups read as a batch setting. Batch 8 is not tuned "
-    "on while it is the validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""

@@ -36,6 +36,43 @@ def test_pipe_separated_key_values_keep_their_step() -> None:
     assert [p.step for p in pts] == [259, 260]
 
 
+def _bar(n: int, total: int = 500) -> str:
+    return f" {n * 100 // total:2d}%|##   | {n}/{total} [00:{n % 60:02d}<12:00,  3.10s/it]"
+
+
+def test_trainer_dict_on_the_tqdm_bar_line() -> None:
+    """The transformers Trainer prints its logged dict right after the bar, with no newline."""
+    text = "".join(_bar(n) + "{'loss': nan, 'reward': 0.31, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+                   for n in (7, 14, 21))
+    d = diagnose_text(text)
+    assert d.points_read == 3 and "trl_console" in d.formats
+    assert "grad_norm_nan" in _cats(d)
+    assert [p.step for p in parse_text(text)] == [7, 14, 21]
+
+
+def test_trainer_dict_after_carriage_return_redraws() -> None:
+    """tqdm redraws the bar after carriage returns; the dict follows the last redraw."""
+    text = "".join("\r".join(_bar(n) for n in range(k - 3, k + 1)) + "\r{'loss': 0.5, 'grad_norm': nan}\n"
+                   for k in (10, 20))
+    pts = parse_text(text)
+    assert [p.step for p in pts] == [10, 20] and math.isnan(pts[0].values["grad_norm"])
+    assert "grad_norm_nan" in _cats(diagnose_text(text))
+
+
+def test_bar_prefixed_records_past_the_prose_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the prose zone only pre-filtered lines are read: a dict after a bar is a record there too."""
+    monkeypatch.setattr("advisor.diagnosis.engine.prose_scan_lines", lambda: 5)
+    lines = [f"INFO filler line {i}" for i in range(40)]
+    lines[30] = _bar(30) + "{'loss': 0.4, 'reward': 0.2}"
+    lines[35] = _bar(31) + "\r" + _bar(32) + "\r{'loss': nan, 'reward': 0.2}"
+    d = diagnose_text("\n".join(lines) + "\n")
+    assert d.points_read == 2 and "grad_norm_nan" in _cats(d)
+
+
+def test_a_bracket_without_a_dict_is_not_a_record() -> None:
+    assert parse_text(_bar(3) + " {not a dict}\n[INFO] {x} done\n") == []
+
+
 def test_markdown_table() -> None:
     text = ("| step | reward | entropy |\n|---:|---:|---:|\n" + "".join(
         f"| {i} | {0.1 * i:.2f} | {0.6 * 0.5 ** i:.4f} |\n" for i in range(1, 9)))

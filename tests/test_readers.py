@@ -289,3 +289,14 @@ def test_multiline_records_stay_bounded() -> None:
     block = "".join(f" - k{i}/x:{i}\n" for i in range(25_000))
     points = reader.feed(block) + reader.finish()
     assert len(reader._block) == 0 and all(len(p.raw) <= 10_000 for p in points)
+
+
+def test_record_after_a_bar_or_a_bracketed_prefix() -> None:
+    """A Python-dict or JSON record printed right after a tqdm bar (or a ``[...]`` prefix) is a record;
+    the dict takes the bar's step, the JSON its own."""
+    text = (" 12%|#2        | 12/100 [00:30<03:40,  2.50s/it]{'loss': 0.25, 'epoch': 0.12}\n"
+            "[2026-12-01 10:00:00] {\"step\": 13, \"loss\": 0.24}\n"
+            " 14%|#4        | 14/100 [00:35<03:35,  2.50s/it] [not a record] {x}\n")
+    points = parse_text(text)
+    assert [(p.step, p.values["loss"]) for p in points] == [(12, 0.25), (13, 0.24)]
+    assert points[0].source == "trl_console" and points[0].total_steps == 100

@@ -42,7 +42,7 @@ SAMPLE_AFTER = 256
 per metric). After that records [N*2^(p-1), N*2^p) are parsed one in 2^p: about N/2 per doubling,
 so parsing grows with the log's logarithm and the buckets stay evenly filled."""
 
-_RECORD_TEXT = re.compile(r"(?:^|[\s>)])step:\s*\d+\s+-\s|Global step \d|^[\s>]*\{['\"]")
+_RECORD_TEXT = re.compile(r"(?:^|[\s>)])step:\s*\d+\s+-\s|Global step \d|^[\s>]*\{['\"]|[\]\r]\s*\{['\"]")
 
 
 def _is_record(text: str) -> bool:

@@ -45,6 +45,7 @@ _RECORD_ANCHORS = (
     b"step:",         # veRL console
     b"global step",   # OpenRLHF
     b"\n{'", b'\n{"', b"\n {'", b'\n {"', b"\n> {'", b'\n> {"',  # Python-dict (TRL) and JSON records
+    b"]{'", b']{"', b"] {'", b'] {"', b"\r{'", b'\r{"',  # the same after a tqdm bar or a carriage return
 )
 _METRIC_ANCHORS = (
     "•".encode(), "◦".encode(), "▪".encode(),  # NeMo-RL items

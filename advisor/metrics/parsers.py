@@ -56,6 +56,8 @@ scan of the line instead of a split and a float() attempt per segment."""
 _TQDM = re.compile(r"(\d+)/(\d+) \[[\d:]+<[\d:?]+,\s*(?:[\d.]+|\?)\s*(?:s/it|it/s)")
 _TQDM_POSTFIX = re.compile(r"(\d+)/(\d+) \[[^\]]*?(?:s/it|it/s),\s*([A-Za-z_][\w/.]*=[^\]]*)\]")
 _PYDICT_ITEM = re.compile(r"'([^'\\]{1,200})':\s*(?:'([^'\\]{0,64})'|([^,'}\s][^,}]*))")
+_AFTER_BRACKET = re.compile(r"\]\s*\{['\"]")
+"""A dict/JSON record after a ``]`` (a tqdm bar's ``s/it]``) on the same line."""
 _OPENRLHF = re.compile(r"Global step (\d+):\s*(\{.*)")
 _NEMO_STEP = re.compile(r"\bStep\s+(\d+)\s*/\s*(\d+)\b")
 _NEMO_ITEM = re.compile(r"^[•◦▪]\s*([A-Za-z][\w \-/().]*?)\s*:\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\s*(s|ms|%)?")
@@ -321,6 +323,12 @@ class LogReader:
         c0 = t[0]
         if c0 == "{" or "Global step" in t:
             if self._dict_line(t, out):
+                return
+        elif "]{" in t or "] {" in t:
+            # a record printed right after a tqdm bar (or any ``[...]`` prefix) on the same line: TRL
+            # and the transformers Trainer log their dict without a newline after the bar
+            m = _AFTER_BRACKET.search(t)
+            if m and self._dict_line(t[m.end() - 2:], out):
                 return
         if "Step" in t:
             m = _NEMO_STEP.search(t)
