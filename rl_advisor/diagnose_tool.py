@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from pydantic import BaseModel, Field
 
@@ -29,38 +29,28 @@ def _cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("rl-advisor")) / "diagnose"
 
 
-def _load_db(key: str) -> bytes | None:
-    try:
-        return (_cache_dir() / f"prefilter-{key}.hsdb").read_bytes()
-    except OSError:
-        return None
+def _file_cache(prefix: str, suffix: str) -> tuple[Callable[[str], bytes | None], Callable[[str, bytes], None]]:
+    """(load, save) of one kind of cached blob in the user's cache folder, keyed by the caller's hash.
+    The save is atomic (a temp file, then os.replace), so concurrent processes never read half a file."""
+
+    def load(key: str) -> bytes | None:
+        try:
+            return (_cache_dir() / f"{prefix}-{key}{suffix}").read_bytes()
+        except OSError:
+            return None
+
+    def save(key: str, blob: bytes) -> None:
+        folder = _cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{prefix}-{key}.{os.getpid()}.tmp"
+        tmp.write_bytes(blob)
+        os.replace(tmp, folder / f"{prefix}-{key}{suffix}")
+
+    return load, save
 
 
-def _save_db(key: str, blob: bytes) -> None:
-    folder = _cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".prefilter-{key}.{os.getpid()}.tmp"
-    tmp.write_bytes(blob)
-    os.replace(tmp, folder / f"prefilter-{key}.hsdb")  # atomic: concurrent processes never read half a file
-
-
-def _load_table(key: str) -> bytes | None:
-    try:
-        return (_cache_dir() / f"table-{key}.json").read_bytes()
-    except OSError:
-        return None
-
-
-def _save_table(key: str, blob: bytes) -> None:
-    folder = _cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".table-{key}.{os.getpid()}.tmp"
-    tmp.write_bytes(blob)
-    os.replace(tmp, folder / f"table-{key}.json")
-
-
-set_db_cache(_load_db, _save_db)
-set_table_cache(_load_table, _save_table)
+set_db_cache(*_file_cache("prefilter", ".hsdb"))
+set_table_cache(*_file_cache("table", ".json"))
 
 
 class InlineMetricPoint(BaseModel):
