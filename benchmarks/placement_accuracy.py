@@ -5,6 +5,7 @@
     python benchmarks/placement_accuracy.py --fit [--write] # refit the efficiency factors
     python benchmarks/placement_accuracy.py --cv            # leave-one-source-out: the HEADLINE error on unseen sources
     python benchmarks/placement_accuracy.py --fit --write --cv  # refit and record both errors
+    python benchmarks/placement_accuracy.py --model-error [--write]  # calibrate's model_error_log for the table's factors
 
 Every row is turned into a Plan by advisor.placement.cases (shape-dispatched, with the inputs the
 source does not state listed as `inferred`), predicted by advisor.placement.timemodel with the one
@@ -189,6 +190,37 @@ def write_factors(factors: dict[str, float], rows: list[dict[str, Any]], held: l
     DATA.write_text(text)
 
 
+def model_error(cases: list[TimeCase], rows: list[dict[str, Any]]) -> tuple[float, int, int]:
+    """``model_error_log`` of time_model.yaml's calibration table: how far the model is off between
+    two settings on ONE cluster, which no calibration can transfer. The rows are grouped by source
+    and GPU type (one cluster each); within each group of two or more rows, each row's
+    log(predicted/published) is taken around the group's median (what a calibration on that
+    cluster would absorb); the result is the robust SD (1.4826 x median absolute deviation) of
+    those residuals. Returns (value, groups, rows)."""
+    groups: dict[tuple[str, str], list[float]] = {}
+    for c, r in zip(cases, rows):
+        if r["scored"] and c.plan is not None:
+            groups.setdefault((c.case, c.plan.hardware.gpu), []).append(math.log(r["predicted"] / r["published"]))
+    dev: list[float] = []
+    n = 0
+    for logs in groups.values():
+        if len(logs) >= 2:
+            med = statistics.median(logs)
+            dev += [abs(x - med) for x in logs]
+            n += 1
+    return (1.4826 * statistics.median(dev) if dev else float("nan")), n, len(dev)
+
+
+def write_model_error(value: float, groups: int, nrows: int) -> None:
+    text = DATA.read_text()
+    text, k = re.subn(r"(\n  model_error_log: )[0-9.eE+-]+", rf"\g<1>{value:.3g}", text)
+    if not k:
+        raise SystemExit("model_error_log not found in the calibration table")
+    text = re.sub(r'(\n  model_error_rows: ")[^"]*"',
+                  rf'\g<1>{groups} groups, {nrows} rows, {time.strftime("%Y-%m-%d")}"', text)
+    DATA.write_text(text)
+
+
 HELD_LOG_ERRORS: list[float] = []
 """|log(predicted/published)| of every held-out row of the last cross_validate (for the band)."""
 
@@ -267,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help="with --fit: write them to advisor/data/time_model.yaml")
     ap.add_argument("--cv", action="store_true",
                     help="leave-one-case-out: refit without each source and predict its rows (expected error on unseen rows)")
+    ap.add_argument("--model-error", action="store_true",
+                    help="print calibrate's model_error_log (the model's setting-to-setting error on one cluster, "
+                         "see model_error()) for these factors; with --write, record it in time_model.yaml")
     ap.add_argument("--no-extra", action="store_true",
                     help=f"leave out the sources of {EXTRA.relative_to(REPO)} (hidden-row checks read one file)")
     args = ap.parse_args(argv)
@@ -283,6 +318,13 @@ def main(argv: list[str] | None = None) -> int:
     rows = evaluate(cases, factors)
     print(table(rows))
     print(f"\n({len(cases)} rows from {args.cases.name}, {time.perf_counter() - t0:.1f} s)")
+    if args.model_error:
+        me, ng, nr = model_error(cases, rows)
+        print(f"\nmodel_error_log (robust SD of log(predicted/published) around each source x GPU group's median): "
+              f"{me:.3f} over {ng} groups, {nr} rows")
+        if args.write:
+            write_model_error(me, ng, nr)
+            print(f"wrote model_error_log to {DATA.relative_to(REPO)}")
     held: list[float] = []
     if args.cv:
         text, held = cross_validate(cases, prior_start())

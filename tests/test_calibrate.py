@@ -14,6 +14,7 @@ import yaml
 from advisor.errors import AdvisorError
 from advisor.metrics.model import make_point
 from advisor.placement.calibration import calibrate_points, measured, predicted, read_timers
+from advisor.placement.calibration import table as calibration_table
 from advisor.placement.timemodel import default_factors, predict_step
 from advisor.plan import plan_from_yaml, plan_to_yaml
 from advisor.profiles import Profile, applied
@@ -47,6 +48,10 @@ def test_timers_of_each_framework_are_read_into_groups() -> None:
                                  "timing_s/step": 20.0}]))
     assert {k: v[1] for k, v in verl.items()} == {"gen": 10.0, "old_log_prob": 2.0, "ref": 1.5, "update_actor": 5.0,
                                                    "update_weights": 0.5, "step": 20.0}
+    # veRL logs the engine's own generate_sequences beside gen (which also holds the reshard and the
+    # vLLM wake-up on a colocated run): the engine's timer measures the generation phases
+    both = read_timers(_points([{"timing_s/gen": 321.0, "timing_s/generate_sequences": 247.0, "timing_s/step": 749.0}]))
+    assert both["gen"][1] == 247.0
     orl = read_timers(_points([{"timing/generation": 9.0, "timing/make_experience": 3.0, "timing/ppo_train": 6.0,
                                 "timing/broadcast": 1.0, "timing/step_total": 19.0}]))
     assert {k: v[1] for k, v in orl.items()} == {"gen": 9.0, "make_experience": 3.0, "update_actor": 6.0,
@@ -124,6 +129,21 @@ def test_fit_moves_towards_the_run_only_as_far_as_the_run_is_evidence() -> None:
     for k in ("forward_mfu", "train_mfu"):
         assert min(pub[k], SLOW[k]) < f[k] < max(pub[k], SLOW[k]), (k, f[k])
     assert "sync_link_efficiency" not in f and "response_length_sigma" not in f
+
+
+def test_model_error_is_the_one_measured_on_the_published_rows() -> None:
+    """model_error_log (each timer's weight) is recomputed by its definition whenever the rows or the
+    factors change: benchmarks/placement_accuracy.py --model-error --write."""
+    if not SHARED.is_file():
+        pytest.skip("../shared/cases/published-dev.yaml not present")
+    import benchmarks.placement_accuracy as pa
+
+    cases = pa.load_cases(pa.DEV, pa.EXTRA)
+    value, groups, rows = pa.model_error(cases, pa.evaluate(cases, default_factors()))
+    assert groups >= 5 and rows >= 30
+    got = calibration_table()["model_error_log"]
+    assert abs(got - value) <= 0.03, (f"model_error_log {got} in time_model.yaml, {value:.3f} on the rows now: "
+                                      "run python benchmarks/placement_accuracy.py --model-error --write")
 
 
 def test_memory_allocator_term_from_reserved_minus_allocated() -> None:
@@ -205,8 +225,6 @@ def _transfer(plan_a, log_a: Path, plan_b, log_b: Path) -> dict[str, tuple[float
     prof = calibrate_points(plan_a, list(read_points(log_a)), "pub", str(log_a), min_steps=1, warmup=0)
     raw_b = list(read_points(log_b))
     meas = {k: v[0] for k, v in measured(read_timers(raw_b), warmup=0).items()}
-    if "gen" not in meas and "timing_s/generate_sequences" in raw_b[0].raw:
-        meas["gen"] = raw_b[0].raw["timing_s/generate_sequences"]
     with applied(None):
         before = predicted(plan_b, default_factors())
     with applied(prof):
@@ -243,11 +261,15 @@ def test_verl_sync_profiles_do_not_move_one_step_off_predictions_away() -> None:
         assert abs(after / m - 1) <= abs(before / m - 1) + 0.15, (engine, "gen", got["gen"])
 
 
-@pytest.mark.xfail(strict=True, reason="measured: FSDP2 log-prob +12%, update +39% after calibration (uncalibrated "
-                   "+15% / +71%): veRL's FSDP2 update took 286 s on 16 GPUs and 337 s on 12 at the same rollout n "
-                   "(1.18x where the per-GPU tokens grow 1.33x). The fit weighs the sync run's timers against the published ranges with the model's "
-                   "own setting-to-setting error (model_error_log 0.29), so it moves the factors about half way; "
-                   "taking each timer as exact (the previous fit) reached +9% / +13% here but +105% on generation")
+@pytest.mark.xfail(strict=True, reason="measured: FSDP2 log-prob +11%, update +36% after calibration (uncalibrated "
+                   "+15% / +71%). The model predicts the sync run's update at 436 s against 286 s measured: fitted on "
+                   "it the update needs train_mfu ~0.7 at 8N FLOPs/token (gradient checkpointing), above the "
+                   "published range's 0.55, and each timer is weighed against the prior with model_error_log 0.26 "
+                   "(recomputed: placement_accuracy.py --model-error), so the fit moves it about 55% of the way. "
+                   "veRL's update took 286 s on 16 GPUs and 337 s on 12 (1.18x where the per-GPU tokens grow 1.33x): "
+                   "the colocated run's update_actor timer also holds the fp32 parameter and Adam-state onload/offload "
+                   "(fsdp_workers.update_actor: load_fsdp_model_to_gpu / load_fsdp_optimizer, pageable .to() in "
+                   "verl/utils/fsdp_utils.py), ~30 s that the model's host link (PCIe Gen5, 2.4 s) does not see")
 def test_verl_fsdp2_sync_profile_predicts_one_step_off_training_phases() -> None:
     """Calibrated on colocated sync (16 H20), the profile predicts the one-step-off run's log-prob
     and update phases (12 training GPUs) within 15%."""
@@ -257,25 +279,35 @@ def test_verl_fsdp2_sync_profile_predicts_one_step_off_training_phases() -> None
         assert abs(after / m - 1) <= 0.15 and abs(after / m - 1) < abs(before / m - 1), (phase, got[phase])
 
 
-@pytest.mark.xfail(strict=True, reason="measured: FSDP2 generation +19% and step +14% after calibration "
-                   "(uncalibrated +6% / +36%; +105% / +91% with an earlier one-factor fit). The sync run's "
-                   "generation (321 s on 16 GPUs) is under-predicted while the async pool's (458 s on 4) is "
-                   "over-predicted: no efficiency moves both the right way; the model scales generation "
-                   "with the pool more steeply than veRL measured, and the doc does not publish the length "
-                   "distribution that sets the tail")
 def test_verl_fsdp2_generation_and_step_within_15_percent() -> None:
+    """Generation +11% and step +12% after calibration (uncalibrated +6% / +36%). Generation is
+    fitted on the engine's own timer (generate_sequences 247 s), not on veRL's gen timer (321 s),
+    which on a colocated run also holds the reshard and the vLLM wake-up/sleep (calibration table,
+    raw_first); fitted on the wider timer it was +19% / +14%."""
     got = _verl("fsdp2")
     assert all(abs(got[k][2] / got[k][0] - 1) <= 0.15 for k in ("gen", "step")), got
 
 
 def test_verl_megatron_sync_profile_predicts_one_step_off() -> None:
-    """Calibrated on the colocated sync run, the profile predicts the one-step-off run within 15% per
-    phase (measured: log-prob +1%, update +12%, generation -11%, step -10%; uncalibrated +3% / +25% /
-    -20% / -1%). Megatron's update took 344 s on 16 GPUs and 347 s on 12: the rows' own recipe
+    """Calibrated on the colocated sync run, the profile predicts the one-step-off run's training
+    phases and step within 15% (measured: log-prob +1%, update +10%, step -11%; uncalibrated +3% /
+    +25% / -1%). Megatron's update took 344 s on 16 GPUs and 347 s on 12: the rows' own recipe
     scripts explain it (the colocated one generates n=16 per prompt, the 4/12 one n=12, so both give
     512 sequences per training GPU), which the adapter reads (cases._VERL_OSO_SCRIPTS)."""
     got = _verl("megatron")
-    assert all(abs(a / m - 1) <= 0.15 for m, _, a in got.values()), got
+    assert all(abs(got[k][2] / got[k][0] - 1) <= 0.15 for k in ("old_log_prob", "update_actor", "step")), got
+
+
+@pytest.mark.xfail(strict=True, reason="measured: Megatron generation -20% after calibration (-20% before). Fitted "
+                   "on the engine's own timer (generate_sequences 162 s, which the model predicts within 1%) the "
+                   "sync run says nothing new; it passed before (-11%) only because the fit read veRL's gen timer "
+                   "(207 s), whose 45 s of reshard and vLLM wake-up/sleep inflated the decode factors. Both runs "
+                   "decode at the same rate per GPU (8192 sequences / 16 GPUs / 162 s = 3.16 s^-1, 6144 / 4 / 501 s = "
+                   "3.07 s^-1), while the model gives the 4-GPU pool 21% more per GPU (it pays the 16-GPU sync run a "
+                   "long tail the measurement does not show); the doc publishes no response-length distribution")
+def test_verl_megatron_generation_within_15_percent() -> None:
+    got = _verl("megatron")
+    assert abs(got["gen"][2] / got["gen"][0] - 1) <= 0.15, got
 
 
 def test_openrlhf_13b_profile_moves_34b_towards_the_cluster() -> None:
@@ -289,7 +321,7 @@ def test_openrlhf_13b_profile_moves_34b_towards_the_cluster() -> None:
     assert abs(after / m - 1) < abs(before / m - 1)
 
 
-@pytest.mark.xfail(strict=True, reason="measured: 34B step -52% after calibrating on 13B (-56% before). "
+@pytest.mark.xfail(strict=True, reason="measured: 34B step -51% after calibrating on 13B (-56% before). "
                    "Calibration moves little; the 34B miss comes from settings the table does not publish "
                    "(vLLM TP, lengths, offloads: advisor.placement.cases infers them; the pool split now "
                    "follows the same README's tuning guide), under which the 34B step is predicted at less "
