@@ -86,31 +86,10 @@ DEVELOPMENT_MISSES: dict[str, str] = {
         "a multi-step rollout past max_model_len returning 'go': the truncation is in the workflow code's handling, not in a wording a general rule reads"),
     "verl-224-rollout-workers-11g-host-ram-96g": (
         "host RAM shown only as a process table and '96g memory' beside the GPUs' 80g; the table's rollout frame reads as the engine phase"),
-    # batch 8 (joined development in session 5 after its blind 4/15 at the round-6 freeze): not read yet
-    "coursia-10603-grpo-num-generations-2-homogeneous-groups": (
-        "groups of num_generations=2 with identical rewards, described in prose, are read as a batch-size setting, not zero-variance groups"),
-    "dschat-821-hybrid-engine-actor-repeats-one-token": (
-        "an actor that repeats one token under the hybrid engine, described in prose; the repetition class misses this wording"),
-    "msswift-2484-dpo-remaining-argv-rpo-alpha": (
-        "ms-swift's 'remaining_argv' unknown-argument error (an unsupported rpo_alpha) is not in the table yet"),
-    "msswift-2713-kto-remaining-argv-train-type-swift-2-6": (
-        "ms-swift's 'remaining_argv' unknown-argument error (train_type after ms-swift 2.6) is not in the table yet"),
-    "msswift-9991-grpo-colocate-wake-up-weights-oom": (
-        "an OOM while the colocated engine wakes up its weights, described in prose; the wake-up phase words are not read"),
-    "nemoaligner-264-trtllm-refit-empty-weights-ppo-actor": (
-        "a TensorRT-LLM refit with empty weights (a weight-sync fault of another engine) described in prose; no wording reads it"),
-    "simplerl-35-reinforce-length-blowup-reward-drop-step-54": (
-        "a response-length blow-up with a reward drop at one step, described in prose without a metric series"),
-    "simpo-12-simpo-collapse-hi-hi-repetition": (
-        "a collapse into repeated greetings after preference training, described in prose; the repetition class misses it"),
-    "sunzeyeah-rlhf-23-deepspeed-batch-assertion-ref-engine": (
-        "DeepSpeed's train-batch-size assertion raised while a reference engine initialises; the assertion wording is not matched there"),
-    "trinityrft-197-decoder-prompt-longer-than-max-model-len": (
-        "a prompt longer than vLLM's max_model_len, described in prose; the sequence-length class misses this wording"),
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one
-fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too)."""
+fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too). Round 7: batch 8's ten documented misses, each caught by a framework string or a wording class tested on other wordings (tests/test_diagnosis_wording_classes.py, round 7)."""
 
 
 @pytest.mark.parametrize("case_id", [c["id"] for c in CASES if c["split"] == "development"])

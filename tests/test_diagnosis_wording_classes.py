@@ -596,3 +596,149 @@ def test_round6_healthy_wordings(text: str, absent: str | None) -> None:
     assert not _errors(text), _cats(text)
     if absent is not None:
         assert absent not in _cats(text), _cats(text)
+
+
+# ---------------------------------------------------------------- round 7 (batch 8's misses read, and the probe wordings)
+# Framework strings read from their sources (ms-swift's remaining_argv, DeepSpeed's _batch_assertion frame, vLLM's
+# prompt-length message cut after its verb, NVIDIA's "refit" weight update), an OOM written between CJK characters,
+# and category vocabulary: repetition with a verb between / as a quantity / quoted, a sudden length rise, homogeneous
+# groups, a flat reward, the same output for every input, zero loss and gradient with a qualifier, an agent that stops
+# calling tools. Wordings differ from the cases' own sentences; other frameworks' phrasings are included.
+FIRST_R7 = [
+    # ms-swift's parser (swift/llm/base.py _parse_args): another flag, a 2.x frame before it
+    ("ValueError: remaining_argv: ['--num_generation', '8']\n", "config_key_error"),
+    ('  File "/usr/lib/python3.10/site-packages/swift/utils/run_utils.py", line 31, in x_main\n'
+     "    raise ValueError(f'remaining_argv: {remaining_argv}')\n"
+     "ValueError: remaining_argv: ['--sft_type', 'lora', '--lora_rank', '8']\n", "config_key_error"),
+    ("[rank1]: ValueError: remaining_argv: ['--vllm_mode', 'colocate']\n", "config_key_error"),
+    # DeepSpeed's batch assertion: the frame and assert line alone, the full message from a plain trainer, a cut message
+    ('  File "/opt/conda/lib/python3.11/site-packages/deepspeed/runtime/config.py", line 712, in _batch_assertion\n'
+     "    assert train_batch == micro_batch * grad_acc * self.world_size, (\nAssertionError\n", "batch_size_misconfig"),
+    ("Traceback (most recent call last):\n  File \"train.py\", line 40, in <module>\n"
+     "    engine, *_ = deepspeed.initialize(model=model, config=ds_config)\n"
+     "AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
+     "gradient_acc_step * world_size 64 != 4 * 8 * 4\n", "batch_size_misconfig"),
+    ("[rank0]: AssertionError: Check batch related paramet\n", "batch_size_misconfig"),
+    # vLLM's input processor message, whole and cut after the verb; the comparison in words
+    ("ValueError: The decoder prompt (length 9000) is longer than the maximum model length of 8192. Make sure that "
+     "`max_model_len` is no smaller than the number of text tokens.\n", "sequence_length_exceeds_model"),
+    ("(AsyncvLLMServer pid=88) ERROR: The prompt (length 40960) is longer than\n", "sequence_length_exceeds_model"),
+    # the trainer -> engine weight update called "refit" (NeMo-Aligner TensorRT-LLM, NeMo-RL vLLM)
+    ("RuntimeError: trt_llm_exporter.refit failed: tensor model.layers.3.attention.dense.weight is empty\n",
+     "vllm_weight_sync_failure"),
+    ("ERROR refit_policy_generation raised an exception: KeyError 'model.embed_tokens.weight'\n",
+     "vllm_weight_sync_failure"),
+]
+
+
+@pytest.mark.parametrize("text,expected", FIRST_R7, ids=[f"{i}-{e}" for i, (_, e) in enumerate(FIRST_R7)])
+def test_round7_first_finding(text: str, expected: str) -> None:
+    found = _cats(text)
+    assert found and found[0] == expected, found
+
+
+TOP3_R7 = [
+    # the refit failure in a description
+    ("# GPTGenerateTRTLLM refit fails with a shape mismatch after we changed TP\n", "vllm_weight_sync_failure"),
+    ("# Error during refit of the vLLM generation engine after the first step\n", "vllm_weight_sync_failure"),
+    ("# refit_policy_generation hangs at step 12 with colocated vLLM\n", "vllm_weight_sync_failure"),
+    # an OOM between CJK characters (the phase words still read)
+    ("# 训练过程中偶尔OOM，显存不够\n", "oom_gpu"),
+    ("# rollout 阶段 wake up 后就 OOM 了\n", "oom_rollout_wakeup"),
+    ("# 显存溢出导致oom，batch调小后正常\n", "oom_gpu"),
+    # repetition: a verb between, a unit produced one after another, a quantity, quoted degenerate text
+    ("# the actor repeats outputting the same word until max_new_tokens\n", "degenerate_repetition"),
+    ("# after PPO, the policy generates the same phrase over and over\n", "degenerate_repetition"),
+    ("# the model keeps printing the same character one after another\n", "degenerate_repetition"),
+    ("# outputs collapse into heavy repetition of \"ok ok ok ok ok\"\n", "degenerate_repetition"),
+    ("# after DPO the responses show severe repetition\n", "degenerate_repetition"),
+    # a sudden length rise (verb + adverb, a noun phrase, Chinese)
+    ("# the response length increased sharply after step 120 and the reward collapsed\n", "response_length_explosion"),
+    ("# completion lengths shot up dramatically after we removed the KL\n", "response_length_explosion"),
+    ("# a sharp increase in response length at step 300\n", "response_length_explosion"),
+    ("# 回复长度在第50步后暴涨，reward下降\n", "response_length_explosion"),
+    # groups named by their property (English, Chinese)
+    ("# 80% of the groups are homogeneous with num_generations=4, so most advantages are 0\n", "zero_variance_groups"),
+    ("# zero-variance groups dominate after step 100\n", "zero_variance_groups"),
+    ("# 大部分组内奖励都相同，advantage为0\n", "zero_variance_groups"),
+    # a prompt over the engine's context in words
+    ("# the prompt is larger than max_model_len for some samples\n", "sequence_length_exceeds_model"),
+    ("# vLLM says the input length is greater than the max_model_len of 4096\n", "sequence_length_exceeds_model"),
+    # probe wordings: a flat reward, the same output for every input, zero loss and gradient, tools given up
+    ("# the reward does not increase at all after 500 steps\n", "zero_variance_groups"),
+    ("# reward curve stays flat for the whole run\n", "zero_variance_groups"),
+    ("# 奖励一直不上升\n", "zero_variance_groups"),
+    ("# the score doesn't improve, whatever learning rate we try\n", "reward_function_misconfig"),
+    ("# our model outputs the same answer for every prompt after 200 steps\n", "reward_hacking"),
+    ("# no matter what the question is, it gives the same response\n", "reward_hacking"),
+    ("# every query gets an identical reply: \"I cannot help with that\"\n", "entropy_collapse"),
+    ("# pg_loss and grad_norm are both exactly 0 from step 1\n", "zero_variance_groups"),
+    ("# policy loss and gradient norm stay identically zero\n", "zero_variance_groups"),
+    ("# both the loss and the grad norm are 0 on every step\n", "zero_variance_groups"),
+    ("# the model stops calling tools after 100 steps\n", "reward_hacking_shortcut"),
+    ("# our agent no longer uses the search tool by step 200\n", "reward_hacking_shortcut"),
+    ("# tool_call_count drops to 0 after epoch 2\n", "reward_hacking_shortcut"),
+    ("# 模型不再调用工具\n", "reward_hacking_shortcut"),
+]
+
+
+@pytest.mark.parametrize("text,expected", TOP3_R7, ids=[f"{i}-{e}" for i, (_, e) in enumerate(TOP3_R7)])
+def test_round7_in_top3(text: str, expected: str) -> None:
+    assert expected in _cats(text)[:3], _cats(text)
+
+
+HEALTHY_R7 = [
+    # the framework strings' healthy neighbours
+    ("[INFO:swift] remaining_argv: []\n", "config_key_error"),
+    ("[2025-01-02 10:00:00] INFO config.py:700:_batch_assertion train_batch_size=64 micro=4 grad_acc=4 world=4 ok\n",
+     "batch_size_misconfig"),
+    ("# refit took 3.2 s, no errors\n", "vllm_weight_sync_failure"),
+    ("# memory before TRT-LLM engine refit: 12 GiB\n", "vllm_weight_sync_failure"),
+    ("# refit finished without any error in 2 s\n", "vllm_weight_sync_failure"),
+    ("# we set max_model_len larger than the prompt length, all good\n", "sequence_length_exceeds_model"),
+    ("# max_model_len is 8192 and prompts are up to 2048 tokens\n", "sequence_length_exceeds_model"),
+    # 'oom' inside words, a negated OOM between CJK characters
+    ("# the zoom level of the plot is wrong, the room is full\n", None),
+    ("# we never see any OOM 问题 with offload\n", None),
+    # repetition words that describe data or a normal answer
+    ("# the model repeats the user's question once before answering\n", "degenerate_repetition"),
+    ("# we generate the same prompts twice per step (n=2)\n", "degenerate_repetition"),
+    ("# there is a lot of repetition in our dataset prompts, so we dedup it\n", "degenerate_repetition"),
+    # length: a prompt length, a slow rise
+    ("# the prompt length increases sharply in the second dataset\n", "response_length_explosion"),
+    ("# response length increases slowly and steadily\n", "response_length_explosion"),
+    # groups words that are not zero-variance groups
+    ("# we sample 8 homogeneous GPUs per node\n", "zero_variance_groups"),
+    ("# groups of 8 completions are scored by the reward model\n", "zero_variance_groups"),
+    # a reward that rises (late, or never falls)
+    ("# reward did not increase until step 50, then climbed steadily\n", "zero_variance_groups"),
+    ("# the reward does not decrease, it climbs from 0.2 to 0.7\n", "zero_variance_groups"),
+    # the same words about sampling or format, not a collapse
+    ("# the same prompt gets different answers across the 8 samples\n", "reward_hacking"),
+    ("# we use the same answer format for every prompt\n", "reward_hacking"),
+    # non-zero loss and gradient
+    ("# pg_loss is 0.03 and grad_norm 0.8\n", "zero_variance_groups"),
+    ("# loss and grad_norm are both non-zero\n", "zero_variance_groups"),
+    # tool use that ends by design, or rises
+    ("# the agent stops calling tools once it has found the answer\n", "reward_hacking_shortcut"),
+    ("# tool call count rises to 3 per episode\n", "reward_hacking_shortcut"),
+]
+
+
+@pytest.mark.parametrize("text,absent", HEALTHY_R7, ids=[f"{i}" for i in range(len(HEALTHY_R7))])
+def test_round7_healthy_wordings(text: str, absent: str | None) -> None:
+    assert not _errors(text), _cats(text)
+    if absent is not None:
+        assert absent not in _cats(text), _cats(text)
+
+
+def test_msswift_ignored_arguments_are_a_warning() -> None:
+    """With ignore_args_error ms-swift only logs the leftover flags and runs on: a warning, not the error."""
+    found = diagnose_text("[WARNING:swift] remaining_argv: ['--use_vllm_server', 'true']\n").findings
+    assert [(f.category, f.severity) for f in found if f.rule != "similar_case"][:1] == [("config_key_error", "warning")]
+
+
+def test_flat_reward_is_a_weak_warning() -> None:
+    """A flat reward alone names no cause: a low-confidence warning, never an error."""
+    found = [f for f in diagnose_text("# the reward does not increase at all\n").findings if f.rule != "similar_case"]
+    assert found and all(f.severity == "warning" and f.confidence <= 0.5 for f in found), found
