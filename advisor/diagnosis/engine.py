@@ -335,7 +335,7 @@ class DiagnosisSession:
             if not points:
                 self.sample.add(text)
             stripped = text.lstrip()
-            self.scanner.feed_line(line_no, text, prose_ok=full or stripped[:1] in ("#", ">"))
+            self.scanner.feed_line(line_no, text, prose_ok=full or stripped[:1] in ("#", ">"), record=bool(points))
 
     def add_points(self, points: Iterable[MetricPoint]) -> None:
         for p in points:

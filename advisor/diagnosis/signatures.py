@@ -15,6 +15,8 @@ from typing import Any
 
 from advisor.diagnosis.literal_gate import may_match, required_words
 from advisor.diagnosis.tables import load_table, oom_table, signatures
+from advisor.metrics.line_prefix import STARTS as _PREFIX_STARTS
+from advisor.metrics.line_prefix import strip_ansi, strip_prefix
 
 MAX_LINES_KEPT = 5
 MAX_LINE_CHARS = 2000
@@ -251,20 +253,36 @@ class SignatureScanner:
 
     # ------------------------------------------------------------------ scanning
 
-    def feed_line(self, line_no: int, text: str, prose_ok: bool = True) -> None:
+    def feed_line(self, line_no: int, text: str, prose_ok: bool = True, record: bool = False) -> None:
         """Scan one line. ``prose_ok=False``: a machine-log line past the prose zone of a long
-        input (prose-scope signatures do not read it)."""
+        input (prose-scope signatures do not read it). ``record``: the metric reader read the line
+        as a metric record (any format), so the metric rules judge its numbers, not the wordings."""
         self.lines = line_no
         t = text.strip()
         if not t:
             return
         if len(t) > MAX_LINE_CHARS:
             t = t[:MAX_LINE_CHARS]
+        if "\x1b" in t:
+            t = strip_ansi(t)
+            if not t:
+                return
+        full = low_full = t
+        if t[0] in _PREFIX_STARTS:
+            t = strip_prefix(t)  # runner prefixes (Ray, vLLM, logging, torchrun, kubectl)
+            if not t:
+                return
+            if len(t) == len(full):
+                t = full  # nothing came off
         prose = t.startswith("#")
         low = t.lower()
-        if self._votes_left and self._any_hint.search(low):
-            self._vote(low)
-        if not prose and (t[0] == "{" or ("step:" in t and " - " in t) or "Global step" in t):
+        if full is not t:
+            low_full = full.lower()
+        else:
+            low_full = low
+        if self._votes_left and self._any_hint.search(low_full):
+            self._vote(low_full)  # a prefix names the framework too ('(WorkerDict pid=...)': veRL)
+        if not prose and (record or t[0] == "{" or ("step:" in t and " - " in t) or "Global step" in t):
             return  # metric records are read by the metric rules
         if not prose and self._config_echo.match(t):
             self._ring.append((line_no, t[:300], ()))
@@ -272,12 +290,14 @@ class SignatureScanner:
         if self._pending_upgrades:
             self._check_upgrades(line_no, t, low)
         present = self._words_in(low)  # triggers, markers, required words the line holds
-        if not present:  # the common case: a line nothing cares about
+        # a required word may be in the prefix ('[rank3]:' shows a distributed run)
+        req = present if full is t or not self._requiring else present | self._words_in(low_full)
+        if not req:  # the common case: a line nothing cares about
             self._ring.append((line_no, t[:300], ()))
             return
-        if self._requiring and not present.isdisjoint(self._required_words) and self._any_required().search(low):
+        if self._requiring and not req.isdisjoint(self._required_words) and self._any_required().search(low_full):
             for sig in self._requiring:
-                if any(r.search(t) for r in sig.required):
+                if any(r.search(full) for r in sig.required):
                     self._requires_met.add(sig.id)
             self._requiring = [sig for sig in self._requiring if sig.id not in self._requires_met]
             # the gate and the combined regex shrink to the requirements still open: a met one (a word on every
@@ -297,6 +317,7 @@ class SignatureScanner:
             self._ring.append((line_no, t[:300], phases))
             return
         wanted = {i for tr in triggers for i in self._sigs_by_trigger[tr]}
+        texts = ((t, low),) if full is t else ((t, low), (full, low_full))
         for i, sig in enumerate(self._sigs):
             if i not in wanted or (sig.prose and not prose_ok):
                 continue
@@ -304,16 +325,21 @@ class SignatureScanner:
                 self._ratio(sig, line_no, t)
                 continue
             for words, pat in sig.gated:
-                m = pat.search(t) if words is None or may_match(words, low, t) else None
-                if m and sig.prose and _negated(t, m.start()):
-                    m = next((x for x in pat.finditer(t) if not _negated(t, x.start())), None)
+                # the line as printed, then with its runner prefix (a prefix can name the process:
+                # '(RayWorkerVllm pid=...)' before a socket timeout)
+                for s, sl in texts:
+                    m = pat.search(s) if words is None or may_match(words, sl, s) else None
+                    if m and sig.prose and _negated(s, m.start()):
+                        m = next((x for x in pat.finditer(s) if not _negated(s, x.start())), None)
+                    if m:
+                        break
                 if m:
                     hit = self._hits.get(sig.id)
                     if hit is None:
                         hit = self._hits[sig.id] = SigHit(sig.id, sig.category, sig.severity, sig.row)
-                    hit.add(line_no, t, prose, m.groupdict(), at=m.start())
+                    hit.add(line_no, s, prose, m.groupdict(), at=m.start())
                     if not prose and sig.id in self._upgrades:
-                        self._start_upgrade(line_no, t, self._upgrades[sig.id])
+                        self._start_upgrade(line_no, s, self._upgrades[sig.id])
                     break
         phases = self._phases_in(low, t) if has_marker else ()
         if any(tr in low for tr in self._gpu_triggers) and any(p.search(t) for p in self._gpu_patterns):

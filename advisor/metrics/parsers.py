@@ -34,6 +34,8 @@ import math
 import re
 from typing import Iterable
 
+from advisor.metrics.line_prefix import STARTS as PREFIX_STARTS
+from advisor.metrics.line_prefix import strip_prefix
 from advisor.metrics.model import MetricPoint, make_point
 from advisor.metrics.vocabulary import normalize_key
 
@@ -67,6 +69,8 @@ _KV_PAIR = re.compile(r"(?:^|(?<=[\s|,;]))([A-Za-z_][\w/.@\-]*)\s*[:=]\s*(?:np\.
                       r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf|NaN|Inf))(?=[\s|,;)]|$)")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _WS_HEADER = re.compile(r"^(?:[A-Za-z_][\w/.@\-]*\s+){1,}[A-Za-z_][\w/.@\-]*$")
+_NO_VALUE = frozenset({"", "-", "--", "—", "–"})
+"""A table cell that holds no value (a metric not logged at that row's step)."""
 _NOT_METRICS = frozenset({"step", "_step", "_runtime", "_timestamp", "_wandb"})
 _STEP_COLUMNS = ("step", "Step", "_step", "global_step", "train/global_step", "training/global_step", "iteration",
                  "iter", "current_steps")
@@ -264,6 +268,8 @@ class LogReader:
 
     def _segment(self, s: str, out: list[MetricPoint]) -> None:
         t = s.strip()
+        if t[:1] in PREFIX_STARTS or "\x1b" in t:
+            t = strip_prefix(t)  # a Ray/vLLM/logging/torchrun/kubectl prefix, colour codes
         if t.startswith(">"):
             t = t.lstrip("> ").strip()
         if self._pending is not None:
@@ -344,7 +350,11 @@ class LogReader:
             if m:
                 num = parse_number(m.group(2))
                 if num is not None:
-                    label = re.sub(r"[^a-z0-9]+", "_", m.group(1).lower()).strip("_")
+                    label = m.group(1)
+                    if " " in label or normalize_key(label) is None:
+                        # NeMo-RL's own names ("Avg Reward") as keys; a metric key printed on a
+                        # bullet line ("• actor/kl: 0.1") keeps its spelling
+                        label = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
                     if m.group(3) == "ms":
                         num /= 1000.0
                     key = f"timing/{label}" if self._nemo_section == "timing" else label
@@ -439,7 +449,8 @@ class LogReader:
         nums = [parse_number(c) if c else None for c in cells]
         head = self._table
         if head is not None and self._table_sep == sep and len(cells) == len(head) \
-                and sum(n is not None for n in nums) >= max(1, len(cells) // 2):
+                and sum(n is not None for n in nums) >= max(1, sum(c not in _NO_VALUE for c in cells) // 2):
+            # empty or '-' cells are steps a metric was not logged at (W&B exports of several metrics)
             raw = {h: v for h, v in zip(head, nums) if v is not None and h}
             step = None
             for key in _STEP_COLUMNS:
@@ -448,7 +459,7 @@ class LogReader:
                     break
             self._emit(out, raw, step, self.line_no, "table" if sep != "," else "csv")
             return
-        if sum(n is None for n in nums) >= max(2, len(cells) // 2) and all(cells) and \
+        if sum(n is None for n in nums) >= max(2, len(cells) // 2) and all(cells[1:]) and (cells[0] or sep == ",") and \
                 all(len(c) < 160 for c in cells) and (sep != " " or _WS_HEADER.match(t)):
             self._table = [_column_name(c) for c in cells]
             self._table_sep = sep
@@ -590,7 +601,7 @@ def detect_format(head: str | Iterable[str]) -> str:
     if len(lines) >= 2 and lines[0].count(",") >= 1 and "{" not in lines[0] and "'" not in lines[0]:
         head = [_column_name(c).lower() for c in next(csv.reader([lines[0]]))]
         row = next(csv.reader([lines[1]]))
-        if len(row) == len(head) and sum(parse_number(c) is not None for c in row if c) >= max(1, len(row) // 2) \
+        if len(row) == len(head) and sum(parse_number(c) is not None for c in row if c) >= max(1, sum(map(bool, row)) // 2) \
                 and any(h in _STEP_COLUMNS or "/" in h or "_" in h for h in head):
             return "csv"
     counts = dict.fromkeys(FORMATS, 0)
