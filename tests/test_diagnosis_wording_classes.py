@@ -722,6 +722,15 @@ HEALTHY_R7 = [
     # tool use that ends by design, or rises
     ("# the agent stops calling tools once it has found the answer\n", "reward_hacking_shortcut"),
     ("# tool call count rises to 3 per episode\n", "reward_hacking_shortcut"),
+    # configuration help and docstrings (the round-7 sweep): an OOM that may happen, is avoided or prevented, a hook's
+    # moment, a hypothetical refit failure
+    ("Number of steps to wait before calling `torch.cuda.empty_cache()`. Helps avoid CUDA OOM at a cost of ~10% slower "
+     "performance.\n", None),
+    ("# For FSDP (v1), it gathers all model parameters to each device, which may cause OOM.\n", None),
+    ("- ``cpu_offload``: offload all the tensors to cpu. To prevent CPU OOM, only rank0 gets the state_dict.\n", None),
+    ("# lowering the micro batch would avoid a GPU OOM, so we keep it at 2\n", None),
+    ("Register one process-local callback that writes a snapshot at allocator OOM time.\n", None),
+    ("# vLLM re-asserts the shapes, so a refit that hands back anything else fails loudly there\n", None),
 ]
 
 
