@@ -126,9 +126,9 @@ def _row_mode(text: Any) -> str:
     return "colocated"
 
 
-def _pools_for(gen: int, train: int, train_roles: list[str]) -> list[Pool]:
+def _pools_for(gen: int, train: int, train_roles: list[str], gpus_per_node: int = 8) -> list[Pool]:
     def pool(name: str, g: int, roles: list[str]) -> Pool:
-        n = max(1, math.ceil(g / 8))
+        n = max(1, math.ceil(g / gpus_per_node))
         return Pool(name=name, nodes=n, gpus_per_node=g // n, roles=roles)
 
     return [pool("train", train, train_roles), pool("rollout", gen, ["rollout"])]
@@ -152,19 +152,30 @@ def _nemo_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
     out = []
     hw = case.get("hardware", {})
     gpu = _gpu_name(hw.get("gpu", "H100"))
-    dgx = "DGX" in str(hw.get("gpu", ""))
     for i, row in enumerate(case["outcome"]["rows"]):
+        system = str(row.get("system") or hw.get("gpu", ""))   # a table of another system in the same source
+        gpu = _gpu_name(system or "H100")
+        dgx = "DGX" in system or "NVL" in system
         label = f"{row['model']} {row.get('policy')} {row['gpus']} GPUs"
         if row.get("precision"):
             out.append(TimeCase(case=case["id"], row=label, metric="step_s", published=row["step_s"],
                                 scored=False, skip_reason=f"precision {row['precision']} not modelled"))
+            continue
+        if str(row.get("algorithm", "GRPO")).upper() not in ("GRPO", "DAPO"):
+            out.append(TimeCase(case=case["id"], row=label, metric="step_s", published=row["step_s"], scored=False,
+                                skip_reason=f"algorithm {row['algorithm']} (agentic multi-turn rollouts with tool "
+                                            "execution) not modelled"))
             continue
         inferred = ["mean prompt length = published tokens/step / g_gbs - g_avg_seq",
                     "max response = t_max_seq - mean prompt (the recipes set max_new_tokens = "
                     "max_total_sequence_length; vLLM max_model_len caps prompt + response)",
                     "generations per prompt and activation checkpointing from the model's performance "
                     "recipe (cases._NEMO_RECIPES)"]
+        if row.get("from_recipe"):
+            inferred.append(f"{', '.join(row['from_recipe'])} from the row's performance recipe "
+                            f"({row.get('recipe', 'examples/configs/recipes/llm/performance/')})")
         gpus = int(row["gpus"])
+        gpn = int(row.get("gpus_per_node", hw.get("gpus_per_node", 8)))
         gbs = int(row["g_gbs"])
         n, recompute = _NEMO_RECIPES.get(row["model"], (32, True))
         if row["model"] not in _NEMO_RECIPES:
@@ -187,25 +198,27 @@ def _nemo_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
             tp, cp, ep, pp = int(vals[0]), int(vals[1]), int(vals[2]), int(vals[5])
             inferred.append("train_layout read as [tp, cp, ep, ?, ?, pp, vpp] (notes: Megatron PP2 for 8B)")
         async_row = "off" in str(row.get("policy", "")) or _row_mode(row.get("mode")) != "colocated"
-        nodes = max(1, gpus // 8)
+        nodes = max(1, gpus // gpn)
         if async_row:
             split = _row_split(row)
             if split is None:
                 split = (gpus // 2, gpus - gpus // 2)
                 inferred.append("1-step-off split: half the GPUs generate, half train (the async performance "
                                 "recipes, e.g. async-grpo-llama3.1-8b-instruct-2n8g.yaml: 1T1G)")
-            pools = _pools_for(split[0], split[1], ["policy", "reference"])
+            pools = _pools_for(split[0], split[1], ["policy", "reference"], gpn)
             placement = Placement(mode="fully_async", pools=pools)
             inferred.append("NeMo-RL async GRPO generates continuously into a replay buffer (age <= 1): streaming")
             inferred.append("dedicated rollout GPUs: gpu_memory_utilization 0.8 (the async performance recipes)")
         else:
-            placement = Placement(mode="colocated", pools=[Pool(name="all", nodes=nodes, gpus_per_node=min(8, gpus),
+            placement = Placement(mode="colocated", pools=[Pool(name="all", nodes=nodes, gpus_per_node=min(gpn, gpus),
                                                                 roles=["policy", "reference", "rollout"])])
         if dgx:
-            inferred.append("DGX-H100 network: 8 x 400 Gb/s per node")
+            inferred.append(f"{system} network: one 400 Gb/s NIC per GPU ({gpn} per node)"
+                            + ("; the 72-GPU NVLink domain is not modelled beyond the node" if "NVL" in system else ""))
+        frac = float(row.get("gpu_memory_utilization", 0.8 if async_row else 0.6))
         plan = Plan(
             name=re.sub(r"[^a-z0-9-]", "-", f"{case['id']}-{i}".lower())[:60], method="grpo", framework="nemo_rl",
-            hardware=Hardware(gpu=gpu, gpus_per_node=8, nodes=nodes, inter_node_gbps=3200 if dgx else 400),
+            hardware=Hardware(gpu=gpu, gpus_per_node=gpn, nodes=nodes, inter_node_gbps=400 * gpn if dgx else 400),
             policy=_role(row["model"], extra, parallel=Parallelism(tp=tp, pp=pp, cp=cp, ep=ep)),
             algorithm=Algorithm(group_size=n, kl_coef=0.01),
             data=DataSpec(train_batch_size=prompts, mini_batch_size=max(1, int(row.get("t_gbs", gbs)) // n),
@@ -213,7 +226,7 @@ def _nemo_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCa
                           mean_prompt_length=prompt, mean_response_length=int(resp),
                           micro_batch_size_per_gpu=1),
             rollout=Rollout(tp=gen_tp, max_num_seqs=256), placement=placement,
-            memory=MemoryKnobs(train_backend="megatron", rollout_memory_fraction=0.8 if async_row else 0.6,
+            memory=MemoryKnobs(train_backend="megatron", rollout_memory_fraction=frac,
                                recompute="full" if recompute else "none"))
         out.append(TimeCase(case=case["id"], row=label, plan=plan, metric="step_s", published=row["step_s"],
                             published_tok_s_gpu=row.get("tok_s_gpu"), inferred=inferred, expert=True))
@@ -244,7 +257,14 @@ those keys to null, so the get returns None: no activation recompute (veRL #2651
 
 def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCase]:
     """veRL sync-vs-async rows. Settings the case states are used; the rest come from the
-    one-step-off recipe (recipe/one_step_off_policy/dapo_7b_math_fsdp2_4_12.sh) and are listed."""
+    recipe script the row ran and are listed in ``inferred``.
+
+    Which script: a ``script:`` block the case (``settings.script``) or the row carries, with the
+    keys of _VERL_OSO_SCRIPTS plus ``path``, ``rollout_tp``, ``sp``, ``fsdp_size``, ``cp``, ``ep``,
+    ``gpu_memory_utilization``, ``dynamic_tokens`` (token budget per GPU as a multiple of prompt +
+    response; 0 = fixed micro-batches), ``recompute``, ``kl`` (a reference model for a KL loss)
+    and ``ref_offload``; keys it does not give come from the one-step-off recipe
+    (_VERL_OSO_SCRIPTS), the only script the doc of the first such case names."""
     out = []
     hw = case.get("hardware", {})
     st = case.get("settings", {}) or {}
@@ -255,13 +275,23 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
     max_resp = st.get("max_response_length", 8192)
     recipe = {"train_batch_size": 512, "ppo_mini_batch_size": 32, "max_prompt_length": 2048,
               "rollout_tp": 2, "gpu_memory_utilization": 0.8, "mean_prompt_length": 200, "mean_response_length": 1000}
-    used = {k: st.get(k, v) for k, v in recipe.items()}
-    from_recipe = [k for k in recipe if k not in st]
     for i, row in enumerate(case["outcome"]["rows"]):
-        engine = str(row.get("engine", ""))
+        if row.get("not_modelled") or row.get("repeats"):
+            out.append(TimeCase(case=case["id"], row=f"{row.get('mode')} {row.get('gpus', '')} GPUs".strip(),
+                                metric="step_s", published=row.get("step_s"), scored=False,
+                                skip_reason=(f"setting not modelled: {row['not_modelled']}" if row.get("not_modelled")
+                                             else f"repeats {row['repeats']}")))
+            continue
+        own = {**(st.get("script") or {}), **(row.get("script") or {})}
+        engine = str(row.get("engine", st.get("engine", "")))
         megatron = "megatron" in engine.lower()
         resp_max = int(max_resp.get("megatron" if megatron else "fsdp2", 8192)) if isinstance(max_resp, dict) else int(max_resp)
         resp_max = int(row.get("max_response_length", resp_max))
+        stated = {**st, **{k: row[k] for k in recipe if k in row}}
+        used = {k: stated.get(k, own.get(k, v)) for k, v in recipe.items()}
+        if "rollout_tp" not in stated and "rollout_tp" in own:
+            used["rollout_tp"] = own["rollout_tp"]
+        from_recipe = [k for k in recipe if k not in stated and k not in own]
         row_gpus = int(row.get("gpus", gpus))
         split = _row_split(row, (gen_gpus, gpus - gen_gpus) if row_gpus == gpus else None) or \
             (row_gpus // 4, row_gpus - row_gpus // 4)
@@ -271,43 +301,57 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
             inferred.append("mean prompt 200 / response 1000 tokens: not published (DAPO-Math-17k prompts, "
                             "early-training response length of Qwen2.5-Math-7B in the DAPO paper)")
         mode = _row_mode(row.get("mode"))
-        script = _VERL_OSO_SCRIPTS[("megatron" if megatron else "fsdp2", "colocated" if mode == "colocated" else "split")]
-        n = int(st.get("rollout_n", script["rollout_n"]))
+        script = {**_VERL_OSO_SCRIPTS[("megatron" if megatron else "fsdp2", "colocated" if mode == "colocated" else "split")],
+                  **own}
+        n = int(row.get("rollout_n", st.get("rollout_n", script["rollout_n"])))
         offload = bool(st.get("offload", script["offload"]))
+        dyn = float(script.get("dynamic_tokens", 0 if megatron else 2))
+        recompute = str(script.get("recompute", "none" if megatron else "full"))
+        kl = bool(script.get("kl", False))
+        where = (f"the row's script {script['path']}" if own else
+                 f"the row's recipe script recipe/one_step_off_policy/{script['path']} (verl 503ea75f5, "
+                 "committed with the doc)")
         inferred.append(f"rollout n={n}, actor offload {'on' if offload else 'off'}"
-                        + (f", Megatron TP{script['tp']} PP{script['pp']}, micro-batch {script['micro']} (no dynamic "
-                           "batching), no activation recompute (the null checkpointing kwargs: _VERL_OSO_SCRIPTS)"
-                           if megatron else ", dynamic batching with 2 x (prompt + response) tokens per GPU, "
-                           "gradient checkpointing")
-                        + f": the row's recipe script recipe/one_step_off_policy/{script['path']} (verl 503ea75f5, "
-                        "committed with the doc); no KL (DAPO recipe)")
+                        + (f", Megatron TP{script['tp']} PP{script['pp']} CP{script.get('cp', 1)} EP{script.get('ep', 1)}"
+                           if megatron else f", Ulysses SP{script.get('sp', 4)} FSDP group {script.get('fsdp_size', 2)}")
+                        + (f", dynamic batching with {dyn:g} x (prompt + response) tokens per GPU" if dyn else
+                           f", micro-batch {script.get('micro', 1)} (no dynamic batching)")
+                        + f", activation recompute {recompute}"
+                        + (" (the null checkpointing kwargs: _VERL_OSO_SCRIPTS)" if megatron and recompute == "none" and not own else "")
+                        + f", rollout TP{used['rollout_tp']}, gpu_memory_utilization {used['gpu_memory_utilization']}"
+                        + f": {where}; " + ("KL loss against a reference model" if kl else "no KL (DAPO recipe)"))
+        if own.get("note"):
+            inferred.append(str(own["note"]))
         nodes = max(1, math.ceil(row_gpus / 8))
         gpn = row_gpus // nodes
+        roles = ["policy", "reference"] if kl else ["policy"]
         if mode != "colocated":
-            placement = Placement(mode=mode, pools=_pools_for(split[0], split[1], ["policy"]))
+            placement = Placement(mode=mode, pools=_pools_for(split[0], split[1], roles))
         else:
             placement = Placement(mode="colocated", pools=[Pool(name="all", nodes=nodes, gpus_per_node=gpn,
-                                                                roles=["policy", "rollout"])])
+                                                                roles=[*roles, "rollout"])])
         prompt_max = int(used["max_prompt_length"])
+        model = row.get("model") or case.get("model", "Qwen2.5-Math-7B")
         plan = Plan(
-            name=f"verl-osoff-{i}", method="dapo", framework="verl",
+            name=f"verl-osoff-{i}", method=str(row.get("method", st.get("method", "dapo"))).lower(), framework="verl",
             hardware=Hardware(gpu=gpu, gpus_per_node=gpn, nodes=nodes),
-            policy=_role(row.get("model") or case.get("model", "Qwen2.5-Math-7B"), extra,
-                         parallel=Parallelism(tp=script["tp"], pp=script["pp"]) if megatron
-                         else Parallelism(sp=4, fsdp_size=2)),
-            algorithm=Algorithm(group_size=n, kl_coef=0.0),
+            policy=_role(model, extra,
+                         parallel=Parallelism(tp=script["tp"], pp=script["pp"], cp=int(script.get("cp", 1)),
+                                              ep=int(script.get("ep", 1))) if megatron
+                         else Parallelism(sp=int(script.get("sp", 4)), fsdp_size=int(script.get("fsdp_size", 2)))),
+            algorithm=Algorithm(group_size=n, kl_coef=float(script.get("kl_coef", 0.001)) if kl else 0.0),
             data=DataSpec(train_batch_size=int(used["train_batch_size"]), mini_batch_size=int(used["ppo_mini_batch_size"]),
                           max_prompt_length=prompt_max, max_response_length=resp_max,
                           mean_prompt_length=int(used["mean_prompt_length"]),
                           mean_response_length=min(int(used["mean_response_length"]), resp_max),
-                          **({"micro_batch_size_per_gpu": script["micro"]} if megatron else
-                             {"use_dynamic_bsz": True, "max_token_len_per_gpu": (prompt_max + resp_max) * 2})),
+                          **({"use_dynamic_bsz": True, "max_token_len_per_gpu": int((prompt_max + resp_max) * dyn)}
+                             if dyn else {"micro_batch_size_per_gpu": int(script.get("micro", 1))})),
             rollout=Rollout(tp=int(used["rollout_tp"]), max_num_seqs=256), placement=placement,
             memory=MemoryKnobs(train_backend="megatron" if megatron else "fsdp2", param_offload=offload,
                                optimizer_offload=offload,
                                rollout_memory_fraction=float(used["gpu_memory_utilization"]),
-                               recompute="none" if megatron else "full"))
-        label = f"{row.get('mode')} {engine}"
+                               recompute=recompute))
+        label = f"{row.get('mode')} {engine} {row_gpus} GPUs" if own else f"{row.get('mode')} {engine}"
         out.append(TimeCase(case=case["id"], row=label, plan=plan, metric="step_s",
                             published=row["step_s"], inferred=inferred, expert=True))
         # the published phase breakdown identifies decode, forward and training efficiency separately
