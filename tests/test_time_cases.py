@@ -113,6 +113,71 @@ def test_nemo_rows_read_the_recipe_settings() -> None:
     assert q32.plan.data.max_prompt_length + q32.plan.data.max_response_length == 4096
 
 
+def test_nemo_rows_read_their_own_system_and_recipe_overrides() -> None:
+    """One source may publish tables of two systems: a row's ``system`` and ``gpus_per_node`` make
+    its own hardware, a recipe's gpu_memory_utilization and generation GPUs are used and named in
+    ``inferred``, and an algorithm the time model has no phases for is listed, not scored."""
+    base = {"t_max_seq": 4096, "g_avg_seq": 3200, "g_gbs": 2048, "t_gbs": 512, "gen_tp_pp": "[1,1]",
+            "train_tp_cp_ep_pp": "[1,1,16,1]", "tok_s_gpu": 1900, "step_s": 221}
+    rows = [{**base, "model": "Qwen3-30B-A3B", "policy": True, "gpus": 16, "system": "GB200 (GB200-NVL72)",
+             "gpus_per_node": 4, "gpu_memory_utilization": 0.4, "from_recipe": ["gpus_per_node", "gpu_memory_utilization"]},
+            {**base, "model": "Qwen3-30B-A3B", "policy": "8-step-off", "gpus": 192, "train_tp_cp_ep_pp": "[1,1,8,1]",
+             "generation_gpus": 64, "from_recipe": ["generation_gpus"], "tok_s_gpu": 1025, "step_s": 34.5},
+            {**base, "model": "Qwen3-30B-A3B", "policy": "1-step-off", "gpus": 128, "algorithm": "SWE"}]
+    doc = {"cases": [{"id": "nemo", "use_for": ["time_model"], "hardware": {"gpu": "H100 (DGX-H100)"},
+                      "outcome": {"rows": rows}}]}
+    gb200, off8, swe = time_cases(doc)
+    assert gb200.plan.hardware.gpu == "GB200" and gb200.plan.hardware.gpus_per_node == 4
+    assert gb200.plan.hardware.nodes == 4 and gb200.plan.memory.rollout_memory_fraction == 0.4
+    assert any("gpu_memory_utilization from the row's performance recipe" in i for i in gb200.inferred)
+    assert off8.plan.hardware.gpu == "H100" and off8.plan.placement.mode == "fully_async"
+    assert sorted(p.gpus for p in pools_of(off8.plan)) == [64, 128]
+    assert not swe.scored and "SWE" in swe.skip_reason
+
+
+def test_verl_mode_rows_read_the_script_block_and_list_what_the_model_cannot_express() -> None:
+    """A case (or row) names the script its rows ran: its layout, rollout TP, memory fraction,
+    batching and KL replace the one-step-off recipe's; repeated, empty and not-modelled rows are
+    listed with their reason."""
+    script = {"path": "run_30b.sh", "tp": 2, "pp": 1, "cp": 2, "ep": 8, "rollout_tp": 4, "gpu_memory_utilization": 0.7,
+              "dynamic_tokens": 1, "recompute": "none", "offload": True, "kl": True, "max_prompt_length": 2048}
+    doc = {"cases": [{"id": "verl_async", "use_for": ["time_model"], "hardware": {"gpu": "H20"},
+                      "settings": {"rollout_n": 16, "train_batch_size": 512, "max_response_length": 28672,
+                                   "engine": "vLLM+FSDP2", "script": {"path": "run_7b.sh", "rollout_tp": 4, "sp": 4,
+                                                                       "fsdp_size": 8, "max_prompt_length": 2048}},
+                      "outcome": {"rows": [
+                          {"mode": "fully_async_policy", "gpus": 32, "split": "16:16", "step_s": 295},
+                          {"mode": "colocate sync", "gpus": 128, "model": "Qwen3-30B-A3B-Base", "method": "GRPO",
+                           "engine": "vLLM+Megatron", "max_response_length": 8192, "ppo_mini_batch_size": 128,
+                           "step_s": 498, "ref_s": 20.9, "script": script},
+                          {"mode": "colocate sync", "gpus": 128, "step_s": 356.3, "repeats": "row 5"},
+                          {"mode": "fully_async staleness 0.1", "gpus": 128, "step_s": 171.3,
+                           "not_modelled": "staleness_threshold 0.1"}]}}]}
+    cases = time_cases(doc)
+    fsdp = cases[0]
+    assert fsdp.plan.placement.mode == "fully_async" and sorted(p.gpus for p in pools_of(fsdp.plan)) == [16, 16]
+    assert fsdp.plan.rollout.tp == 4 and fsdp.plan.policy.parallel.sp == 4 and fsdp.plan.policy.parallel.fsdp_size == 8
+    assert fsdp.plan.data.max_response_length == 28672 and fsdp.plan.algorithm.group_size == 16
+    assert any("run_7b.sh" in i for i in fsdp.inferred)
+    mega = next(c for c in cases if c.metric == "step_s" and "Megatron" in c.row)
+    par = mega.plan.policy.parallel
+    assert (par.tp, par.pp, par.cp, par.ep) == (2, 1, 2, 8) and mega.plan.rollout.tp == 4
+    assert mega.plan.method.value == "grpo" and mega.plan.algorithm.kl_coef > 0 and mega.plan.data.mini_batch_size == 128
+    assert mega.plan.memory.rollout_memory_fraction == 0.7 and mega.plan.memory.param_offload
+    assert mega.plan.data.max_token_len_per_gpu == 2048 + 8192
+    assert any(c.metric == "phase:reference_forward" for c in cases)
+    listed = [c for c in cases if not c.scored]
+    assert [c.skip_reason.split(":")[0] for c in listed] == ["repeats row 5", "setting not modelled"]
+
+
+def test_rows_a_source_does_not_state_enough_for_are_listed_with_the_reason() -> None:
+    doc = {"cases": [{"id": "blog", "use_for": ["time_model"], "hardware": {"gpu": "unspecified"},
+                      "outcome": {"rows": [{"model": "1.5B", "training_hours": 41.0,
+                                            "not_read": "batch and lengths not stated"}]}}]}
+    (c,) = time_cases(doc)
+    assert not c.scored and c.skip_reason == "not read: batch and lengths not stated"
+
+
 def test_table_cache_follows_the_file_and_decode_memo_matches_the_formula(tmp_path, monkeypatch) -> None:
     """The fit makes thousands of predictions, so the factor table is parsed once per text and the
     decode phase is memoised: a changed file is read again, and the memo returns exactly what the

@@ -272,7 +272,6 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
     gpus = int(hw.get("count", 16))
     split = st.get("async_split", {}) or {}
     gen_gpus = int(split.get("generation_gpus", gpus // 4))
-    max_resp = st.get("max_response_length", 8192)
     recipe = {"train_batch_size": 512, "ppo_mini_batch_size": 32, "max_prompt_length": 2048,
               "rollout_tp": 2, "gpu_memory_utilization": 0.8, "mean_prompt_length": 200, "mean_response_length": 1000}
     for i, row in enumerate(case["outcome"]["rows"]):
@@ -285,6 +284,7 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
         own = {**(st.get("script") or {}), **(row.get("script") or {})}
         engine = str(row.get("engine", st.get("engine", "")))
         megatron = "megatron" in engine.lower()
+        max_resp = st.get("max_response_length", own.get("max_response_length", 8192))
         resp_max = int(max_resp.get("megatron" if megatron else "fsdp2", 8192)) if isinstance(max_resp, dict) else int(max_resp)
         resp_max = int(row.get("max_response_length", resp_max))
         stated = {**st, **{k: row[k] for k in recipe if k in row}}
@@ -567,7 +567,9 @@ def _unscored_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Ti
     gpu = str((case.get("hardware") or {}).get("gpu", "") or "")
     for i, row in enumerate(case["outcome"]["rows"]):
         label = str(row.get("model") or row.get("what") or i)[:60]
-        if "best_colocate_speedup" in row or "finding" in row:
+        if row.get("not_read"):
+            why = f"not read: {row['not_read']}"
+        elif "best_colocate_speedup" in row or "finding" in row:
             why = ("a speedup ratio between two modes" if "best_colocate_speedup" in row else "a qualitative finding")
             why += ("; the GPU type is not stated" if not gpu or "unspecified" in gpu else "")
         elif "result" in row:
