@@ -47,6 +47,30 @@ def metric_pairs(cases: list[dict], tmp: Path) -> list[tuple[str, str, list[str]
     return rows
 
 
+def long_pairs(cases: list[dict], tmp: Path) -> list[tuple[str, str, list[str], list[str]]]:
+    """The metric cases' records deep in a long console log (past the lines read in full), in the
+    formats of long logs, behind each runner prefix or none."""
+    rows = []
+    for c in cases:
+        if len(c["paths"]) != 1:
+            continue
+        text = c["paths"][0].read_text(encoding="utf-8", errors="replace")
+        records, _ = lf.split_records(text)
+        if not records:
+            continue
+        src = c.get("source", "")
+        base = lf.top_categories(c["paths"], src)
+        folder = tmp / c["id"]
+        variants = lf.case_variants(text, folder)  # the records in each format among the case's other lines
+        for name in lf.LONG_FORMATS:
+            body = variants[name][0].read_text(encoding="utf-8")
+            for prefix in lf.LONG_PREFIXES:
+                f = folder / f"long-{name}-{prefix}.txt"
+                f.write_text(lf.long_log(body, prefix), encoding="utf-8")
+                rows.append((c["id"], f"{name}/{prefix}", base, lf.top_categories([f], src)))
+    return rows
+
+
 def log_pairs(cases: list[dict], tmp: Path) -> list[tuple[str, str, list[str], list[str]]]:
     rows = []
     for c in cases:
@@ -69,9 +93,9 @@ def _report(rows: list, title: str) -> list[str]:
     for _, name, base, got in rows:
         agg[name][0] += base != got
         agg[name][1] += 1
-    out = [f"{title:<22} {'pairs':>6} {'differ':>7}"]
-    out += [f"{k:<22} {n:>6} {d:>7}" for k, (d, n) in agg.items()]
-    out.append(f"{'total':<22} {sum(n for _, n in agg.values()):>6} {sum(d for d, _ in agg.values()):>7}")
+    out = [f"{title:<36} {'pairs':>6} {'differ':>7}"]
+    out += [f"{k:<36} {n:>6} {d:>7}" for k, (d, n) in agg.items()]
+    out.append(f"{'total':<36} {sum(n for _, n in agg.values()):>6} {sum(d for d, _ in agg.values()):>7}")
     return out
 
 
@@ -84,13 +108,16 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         metric = metric_pairs(lf.development_cases("metric", shared), Path(tmp) / "m")
+        long = long_pairs(lf.development_cases("metric", shared), Path(tmp) / "g")
         log = log_pairs(lf.development_cases("log", shared), Path(tmp) / "l")
     print("\n".join(_report(metric, "metric format")))
     print()
+    print("\n".join(_report(long, "deep in a long log")))
+    print()
     print("\n".join(_report(log, "crash-log prefix")))
-    print(f"\n{len(metric) + len(log)} pairs in {time.perf_counter() - t0:.1f} s")
+    print(f"\n{len(metric) + len(long) + len(log)} pairs in {time.perf_counter() - t0:.1f} s")
     if args.show:
-        for cid, name, base, got in metric + log:
+        for cid, name, base, got in metric + long + log:
             if base != got:
                 print(f"DIFF {cid} [{name}]: {base} -> {got}")
     return 0

@@ -351,3 +351,21 @@ def development_cases(kind: str, shared: Path | None = None) -> list[dict]:
     shared = shared or repo.parent / "shared" / "cases" / "diagnosis"
     return [c for c in acc.load_cases(shared if shared.is_dir() else None)
             if c["split"] == "development" and c["input_kind"] == kind]
+
+
+LONG_FORMATS = ("verl_console", "trl_console", "flat_jsonl", "verl_jsonl", "key_value", "tqdm_postfix",
+                "nemo_rl_console")
+"""Line formats that turn up deep inside long console logs (past the lines read in full), where
+only the lines the pre-filter picks are read: each must be picked in every format, prefixed or not.
+(Tables are read in the first lines or as whole files.)"""
+
+LONG_PREFIXES = ("none", "ray_task_runner", "torchrun_rank", "kubectl_timestamps")
+
+
+def long_log(body: str, prefix: str = "none", lines: int = 2500) -> str:
+    """``body`` after ``lines`` lines of vLLM/Ray INFO noise (past the prose zone of
+    ``prose_scan_lines``), every line of it behind ``prefix`` (a key of PREFIXES, or ``none``)."""
+    noise = "".join(f"INFO 12-01 10:00:{i % 60:02d} [metrics.py:{80 + i % 9}] Avg prompt throughput: "
+                    f"{i % 97}.0 tokens/s, Running: {i % 5} reqs\n" for i in range(lines))
+    text = noise + body
+    return text if prefix == "none" else PREFIXES[prefix](text)

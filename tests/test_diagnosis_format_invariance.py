@@ -9,13 +9,19 @@ prefixes real runs add (Ray worker/TaskRunner/vLLM actor prefixes, vLLM's and Py
 prefixes, torchrun ``[rankN]:``, ``kubectl logs --timestamps``, ANSI colours, CRLF line ends) and must
 get the same first category.
 
-Measured when this harness was written (25 metric cases x 14 formats = 350 pairs, 123 crash logs x 9
-prefixes = 1107 pairs, with ../shared): 47 metric pairs and 7 crash-log pairs differed before the
-reader fixes, 0 and 0 after. What differed: a pandas ``to_csv`` W&B history (empty index header: not
-read), W&B exports and tables with empty cells (rows of a sparse history dropped), NeMo-RL bullet lines
-(keys renamed), ``key=value`` metric lines read a second time as prose wordings, and a Hydra override
-echo behind a Ray prefix read as an error. ``PYTHONPATH=$PWD python benchmarks/diagnose_formats.py
---shared ../shared --show`` prints the table.
+The same records are also put deep in a long console log (past the 2000 lines read in full, where
+only the pre-filter's lines are read) in the formats of long logs (veRL console, TRL dicts, JSONL, veRL
+JSONL, ``key: value``, tqdm postfixes, NeMo-RL blocks), bare and behind Ray, torchrun and kubectl
+prefixes.
+
+Measured with ../shared (``PYTHONPATH=$PWD python benchmarks/diagnose_formats.py --shared ../shared
+--show`` prints the tables): 25 metric cases x 14 formats = 350 pairs, 25 x 7 formats x 4 prefixes = 700
+pairs deep in a long log, 123 crash logs x 9 prefixes = 1107 pairs. Before the reader fixes 34, 231
+and 7 pairs differed; after them 0, 0 and 0. What differed: a pandas ``to_csv`` W&B history (empty index
+header: not read), W&B exports and tables with empty cells (rows of a sparse history dropped), NeMo-RL
+bullet lines (keys renamed), ``key=value``/tqdm metric lines read a second time as prose wordings, a
+Hydra override echo behind a Ray prefix read as an error; past the lines read in full, dict/JSON
+records behind a runner prefix and NeMo-RL's ``Step N/M`` headers were never picked by the pre-filter.
 """
 
 from __future__ import annotations
@@ -56,6 +62,29 @@ def test_metric_case_same_diagnosis_in_every_format(case: dict, variants: dict) 
     base = _baseline(case["id"], 3)
     differ = {name: got for name, paths in variants[case["id"]].items()
               if (got := lf.top_categories(paths, case.get("source", ""))) != base}
+    assert not differ, f"original top-3 {base}; differs in: {differ}"
+
+
+@pytest.mark.parametrize("case", _METRIC, ids=[c["id"] for c in _METRIC])
+def test_metric_case_same_diagnosis_deep_in_a_long_prefixed_log(case: dict, variants: dict,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same records past the lines read in full (only the pre-filter's lines are read there),
+    in the formats of long console logs, with and without a runner prefix on every line. The lines
+    read in full are cut from prose_scan_lines (2000) to 8 here, so a 12-line head puts the records
+    where a 2500-line head would (benchmarks/diagnose_formats.py uses the real 2500 lines)."""
+    if case["id"] not in variants:
+        pytest.skip("the reader parses no metric record in this case (prose around numbers)")
+    base = _baseline(case["id"], 3)
+    monkeypatch.setattr("advisor.diagnosis.engine.prose_scan_lines", lambda: 8)
+    folder = next(iter(variants[case["id"]].values()))[0].parent
+    differ = {}
+    for name in lf.LONG_FORMATS:
+        body = variants[case["id"]][name][0].read_text(encoding="utf-8")
+        for prefix in lf.LONG_PREFIXES:
+            f = folder / f"long-{name}-{prefix}.txt"
+            f.write_text(lf.long_log(body, prefix, lines=12), encoding="utf-8")
+            if (got := lf.top_categories([f], case.get("source", ""))) != base:
+                differ[f"{name}/{prefix}"] = got
     assert not differ, f"original top-3 {base}; differs in: {differ}"
 
 

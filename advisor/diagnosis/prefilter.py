@@ -46,6 +46,9 @@ _RECORD_ANCHORS = (
     b"global step",   # OpenRLHF
     b"\n{'", b'\n{"', b"\n {'", b'\n {"', b"\n> {'", b'\n> {"',  # Python-dict (TRL) and JSON records
     b"]{'", b']{"', b"] {'", b'] {"', b"\r{'", b'\r{"',  # the same after a tqdm bar or a carriage return
+    # the same behind a runner prefix (advisor/metrics/line_prefix.py): Ray '(TaskRunner pid=N) ', torchrun
+    # '[rank0]: ', kubectl's '...Z ', Python logging's '- INFO - '
+    b") {'", b') {"', b"]: {'", b']: {"', b"z {'", b'z {"', b"- {'", b'- {"',
 )
 _METRIC_ANCHORS = (
     "•".encode(), "◦".encode(), "▪".encode(),  # NeMo-RL items
@@ -53,10 +56,12 @@ _METRIC_ANCHORS = (
     b"\t",            # tab-separated tables
     b"\n|", b"\n> |",  # markdown / plain pipe tables (at a line start)
     b"\n- ", b"\n> - ",  # veRL's one-metric-per-line block
+    b"= step ", b"training results",  # NeMo-RL's '===== Step N/M =====' header and its results section
 )
 """Literals only: a character class in a many-pattern scan slows it several fold. Formats without a
-cheap anchor (NeMo-RL ``Step N/M`` headers, ``key: value`` runs) are read in the prose zone (the
-first ``prose_scan_lines`` lines), where every line goes to every reader."""
+cheap anchor (``key: value`` runs without a ``step:``, whitespace tables, tables behind a runner
+prefix) are read in the prose zone (the first ``prose_scan_lines`` lines), where every line goes to
+every reader (tests/test_diagnosis_format_invariance.py checks which formats are read past it)."""
 _PROSE_START = (b"\n#", b"\n>", b"\n #", b"\n\t#")
 _NONFINITE_VALUES = tuple(f"{sep}{sign}{val}".encode() for sep in (":", ": ", "=", "(", "'", '"')
                           for sign in ("", "-") for val in ("nan", "inf")) + (b"non-finite",)

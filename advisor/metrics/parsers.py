@@ -21,6 +21,11 @@ Formats (the names backends and diagnose_run use):
   bar: ``loss=0.69, acc=0.5``), one point per bar update;
 * ``text``: anything else (tracebacks, stderr, prose) — no metrics, but still line-counted.
 
+A runner's prefix (Ray ``(WorkerDict pid=N)``, vLLM's and Python's logging prefixes, torchrun
+``[rankN]:``, ``kubectl logs --timestamps``, colour codes) is taken off a line before it is read
+(advisor/metrics/line_prefix.py). Table cells that are empty or ``-`` are steps a metric was not
+logged at (W&B exports of several metrics; pandas' unnamed index column has an empty header).
+
 Every line reader recognises all line formats, because real logs mix them (a Ray driver log holds
 veRL step lines between worker tracebacks, a markdown issue embeds TRL dicts); the format name only
 labels the points. TensorBoard event files are binary and read in ``rl_advisor.metric_files``.
