@@ -7,7 +7,7 @@ expected category and the ground truth taken from the thread, plus the excerpt f
 ``../shared/cases/diagnosis`` (always development: the rules were written against them).
 
 The split is by batch, not chosen per case: every case.yaml carries ``batch`` (the collection round
-it came in) and the validation part is the newest held-out batch (``VALIDATION_BATCH``), collected
+it came in) and the validation part is the held-out batches from ``VALIDATION_BATCH`` on, collected
 blind by someone who had not seen the rules' results; every older batch is development
 (``case_split``). Batch 1 was first split by a hash of the source URL, but its validation misses
 were read while the rules were improved, so it is all development now; batch 2 was the validation

@@ -112,14 +112,15 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = (14, 17)
-"""The validation batch (``VALIDATION_BATCH``, now 9) as first measured, blind, at its rule freeze:
+MEASURED_VALIDATION: tuple[int, int] | None = (27, 34)
+"""The validation part (batches >= ``VALIDATION_BATCH``, now 9: batches 9 and 10) as measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured; whoever measures it records the figure here and in tests/cases/diagnosis/README.md (the
 history: batch 1's hash-split part 25/33 = 76%, batch 2 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%,
 batch 5 19/29 = 66%; batches 6 and 7, measured together at the session-5 round-5 freeze: 12/24 and
 12/24, 24/48 = 50%; batch 8 at the round-6 freeze: 4/15 = 27%; batch 9, 14 GitHub threads and 3 web pages,
-at the session-6 round-7 freeze: 14/17 = 82%)."""
+at the session-6 round-7 freeze: 14/17 = 82%; at the round-8 freeze batch 10 was measured first, 13/17 = 76%,
+and batch 9 again, 14/17, together 27/34 = 79%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -149,11 +150,13 @@ def test_validation_share_not_below_its_first_measurement() -> None:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "measured 14/17 = 82% on the blind batch 9 at the session-6 round-7 rule freeze (goal >= 90%; 9/11 on the "
-    "cases of its first 40 queries): a DPO metric log whose NaN loss from step 5 gives no finding, a TRL "
-    "trainer's 'unexpected keyword argument' after an API change described in prose, and reward hacking told "
-    "as a blog post-mortem (the policy writes about another topic while the loss sits at 0). Batch 9 is not "
-    "tuned on while it is the validation part"))
+    "measured 27/34 = 79% on the blind batches 9 and 10 (goal >= 90%). Batch 9: 14/17 at the round-7 freeze, "
+    "the same 14/17 at round 8 (a DPO metric log whose NaN loss from step 5 gives no finding, a TRL trainer's "
+    "'unexpected keyword argument' after an API change described in prose, reward hacking told as a blog "
+    "post-mortem). Batch 10, first measured at the round-8 freeze: 13/17 (three DeepSpeed-Chat step-3 logs of "
+    "NaN/inf losses and fp16 loss-scale overflow, one read as a GPU OOM; a blog post whose every completion hit "
+    "the length cap, zero advantages, read as a reward shortcut). Neither batch is tuned on while it is the "
+    "validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
