@@ -266,6 +266,8 @@ class Parallelism(Strict):
     pp: int = Field(1, gt=0)
     cp: int = Field(1, gt=0, description="Context parallel.")
     ep: int = Field(1, gt=0, description="Expert parallel.")
+    etp: int | None = Field(None, gt=0, description="Expert tensor parallel (Megatron MoE layers); "
+                            "None = the framework's default (advisor.resolve.expert_tensor_parallel).")
     sp: int = Field(1, gt=0, description="Ulysses sequence parallel (veRL).")
     fsdp_size: int = Field(-1, description="FSDP shard group size; -1 = the whole pool.")
 

@@ -125,6 +125,23 @@ class ResolvedPlan(_Frozen):
     # ------------------------------------------------------------------ derived views
 
     @property
+    def recomputes_old_logprobs(self) -> bool:
+        """Whether each step runs the policy's forward pass for the old log-probs (PPO's ratio).
+
+        veRL's fully-async trainer takes the rollout engine's log-probs instead: its
+        fully_async_ppo_trainer.yaml sets ``async_training.use_rollout_log_probs: True`` (passed
+        to ``actor.use_rollout_log_probs``) and ``compute_prox_log_prob: False``
+        (recipe/fully_async_policy/, volcengine/verl), and its doc's tables leave old_log_prob
+        empty for those runs. TRL computes them only with more than one epoch per batch
+        (GRPOTrainer: ``num_iterations > 1``); every other trainer recomputes them."""
+        if not self.online:
+            return False
+        fw = self.plan.framework.value
+        if fw == "verl" and self.mode == "fully_async":
+            return False
+        return fw != "trl" or self.plan.algorithm.epochs_per_batch > 1
+
+    @property
     def trainer_roles(self) -> tuple[Role, ...]:
         return tuple(r for r in self.roles if r != Role.ROLLOUT)
 
@@ -224,6 +241,29 @@ def roles_in_play(plan: Plan, kl_coef: float) -> tuple[Role, ...]:
     elif plan.method in (Method.DPO, Method.KTO):
         roles.append(Role.REFERENCE)
     return tuple(roles)
+
+
+def optimizer_steps_on_host(backend: str, optimizer_offload: bool) -> bool:
+    """THE rule for where an offloaded optimizer steps (the memory ledger and the time model read
+    it): DeepSpeed's ZeRO-Offload keeps master weights, Adam moments and fp32 grads on the host and
+    runs CPU Adam there (ZeRO-Offload, Ren et al. 2021, arXiv:2101.06840); Megatron's offloaded
+    optimizer as veRL's large-MoE recipes run it (``optimizer_offload`` with
+    ``override_optimizer_config.optimizer_cpu_offload`` and ``optimizer_offload_fraction`` 1:
+    Megatron-Core's HybridDeviceOptimizer, megatron/core/optimizer/cpu_offloading/) does the same.
+    FSDP's optimizer offload only parks the states on the host between phases; the step runs on
+    the GPU."""
+    return optimizer_offload and backend in ("deepspeed", "megatron")
+
+
+def expert_tensor_parallel(plan: Plan, par: Parallelism) -> int:
+    """Tensor-parallel size of the MoE expert layers: ``parallel.etp`` when set, else the default
+    each framework runs. Megatron-Core sets an unset expert_tensor_parallel_size to the tensor
+    parallel size (megatron/core/parallel_state.py initialize_model_parallel), and veRL passes
+    its null default through (ppo_megatron_trainer.yaml); NeMo-RL's base config sets it to 1
+    (examples/configs/grpo_math_1B.yaml, policy.megatron_cfg.expert_tensor_parallel_size)."""
+    if par.etp:
+        return par.etp
+    return 1 if plan.framework.value == "nemo_rl" else par.tp
 
 
 def run_mode(plan: Plan) -> RunMode:

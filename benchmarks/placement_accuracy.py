@@ -21,7 +21,7 @@ of the error on hidden rows. A factor that only one source informs (the static-b
 factors: DeepSpeed-Chat; the sync factors: the veRL weight-sync ablation) keeps its starting value
 when that source is held out, so those sources show the largest held-out error.
 
-Runtime: ``--fit --write --cv`` took 8.5 min on 2 shared cores at load 4 for 149 rows of 22
+Runtime: ``--fit --write --cv`` took 8.5-13 min on 2 shared cores at load 3-4 for 149 rows of 22
 sources (10 scored; about 2.5 min for the 7 earlier sources; about 30 min before the time model
 parsed its table once per text and memoised the decode phase, with bit-identical results).
 

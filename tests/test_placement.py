@@ -189,6 +189,32 @@ def test_moe_training_pays_the_expert_parallel_all_to_all() -> None:
     assert up(inside) < up(predict_step(moe(1, gbps=3200)))
 
 
+def test_expert_tensor_parallel_sets_where_the_all_to_all_runs() -> None:
+    """Megatron-Core folds the expert layers' ranks into ETP x EP: with TP 2, EP 8 and expert TP 1
+    the all-to-all stays inside an 8-GPU node; an unset expert TP is the attention's TP in veRL
+    (Megatron-Core's default: a 16-rank group over the NIC) and 1 in NeMo-RL (its base config)."""
+    def moe(etp: int | None, framework: str = "verl") -> Plan:
+        return make(framework=framework, hardware=Hardware(gpu="H100", gpus_per_node=8, nodes=2, inter_node_gbps=400),
+                    policy=RoleModel(model="Qwen3-30B-A3B", parallel=Parallelism(tp=2, ep=8, etp=etp)), memory=MEGATRON,
+                    rollout=Rollout(tp=4), data=DataSpec(train_batch_size=64, mini_batch_size=16, max_prompt_length=512,
+                                                         max_response_length=2048))
+    up = lambda st: _phase_s(st, "actor_update")  # noqa: E731
+    assert up(predict_step(moe(1))) < up(predict_step(moe(None))) == up(predict_step(moe(2)))
+    assert up(predict_step(moe(None, "nemo_rl"))) == up(predict_step(moe(1, "nemo_rl")))
+
+
+def test_fully_async_verl_reuses_the_rollout_log_probs() -> None:
+    """veRL's fully-async trainer trains on the rollout engine's log-probs
+    (use_rollout_log_probs True, compute_prox_log_prob False): no old-log-prob forward; its
+    one-step-off trainer, and the same split under other frameworks, still run it."""
+    def phases(mode: str, framework: str = "verl") -> set[str]:
+        roles = ["policy"] if framework == "openrlhf" else ["policy", "reference"]
+        return {ph.phase for ph in predict_step(make(framework=framework, placement=split(4, 4, mode, roles))).phases}
+    assert "old_logprob_forward" not in phases("fully_async")
+    assert "old_logprob_forward" in phases("one_step_off")
+    assert "old_logprob_forward" in phases("split")
+
+
 def test_deepspeed_offload_pays_host_adam_and_frozen_weight_loads() -> None:
     """DeepSpeed's CPU Adam is bound by host DRAM (per node, per optimizer step); a frozen model
     kept on the host crosses PCIe before its forward pass."""
@@ -204,6 +230,18 @@ def test_deepspeed_offload_pays_host_adam_and_frozen_weight_loads() -> None:
     assert any(ph.bound == "host_memory" for ph in host) and any("reference weights" in ph.detail for ph in host)
     assert not any(ph.phase == "offload_transfer" for ph in off.phases)
     assert on.step_s > off.step_s
+
+
+def test_megatron_cpu_optimizer_steps_on_the_host_and_fsdp_offload_does_not() -> None:
+    """Megatron's offloaded optimizer (veRL's large-MoE recipes: optimizer_cpu_offload, fraction 1)
+    steps on the host like DeepSpeed's CPU Adam, the memory ledger's rule; FSDP's optimizer offload
+    only parks the states between phases and steps on the GPU."""
+    def run(backend: str, offload: bool) -> Any:
+        return predict_step(make(memory=MemoryKnobs(train_backend=backend, optimizer_offload=offload)))
+    host = lambda st: [ph for ph in st.phases if ph.bound == "host_memory"]  # noqa: E731
+    assert host(run("megatron", True)) and not host(run("megatron", False))
+    assert not host(run("fsdp", True))
+    assert run("megatron", True).step_s > run("megatron", False).step_s
 
 
 def _sync(st: Any) -> Any:

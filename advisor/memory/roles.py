@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from advisor.constants import const
 from advisor.memory.terms import GIB, ParamParts, StateBytes, lora_params
 from advisor.plan import Framework, MemoryKnobs, ModelSpec, Plan, RoleModel
+from advisor.resolve import optimizer_steps_on_host
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
@@ -131,7 +132,7 @@ class RoleSetup:
     def optimizer_on_host_always(self) -> bool:
         """DeepSpeed CPU Adam and Megatron's CPU optimizer (optimizer_offload_fraction 1.0, the
         veRL large-MoE recipes): the states live on the host and the step runs there."""
-        return self.backend in ("deepspeed", "megatron") and self.optimizer_offload and self.trains
+        return optimizer_steps_on_host(self.backend, self.optimizer_offload) and self.trains
 
     def params_on_host_always(self) -> bool:
         """ZeRO-3 param offload: parameters live on the host; one layer is gathered at a time."""

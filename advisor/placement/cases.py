@@ -260,7 +260,7 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
     recipe script the row ran and are listed in ``inferred``.
 
     Which script: a ``script:`` block the case (``settings.script``) or the row carries, with the
-    keys of _VERL_OSO_SCRIPTS plus ``path``, ``rollout_tp``, ``sp``, ``fsdp_size``, ``cp``, ``ep``,
+    keys of _VERL_OSO_SCRIPTS plus ``path``, ``rollout_tp``, ``sp``, ``fsdp_size``, ``cp``, ``ep``, ``etp``,
     ``gpu_memory_utilization``, ``dynamic_tokens`` (token budget per GPU as a multiple of prompt +
     response; 0 = fixed micro-batches), ``recompute``, ``kl`` (a reference model for a KL loss)
     and ``ref_offload``; keys it does not give come from the one-step-off recipe
@@ -337,7 +337,8 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
             hardware=Hardware(gpu=gpu, gpus_per_node=gpn, nodes=nodes),
             policy=_role(model, extra,
                          parallel=Parallelism(tp=script["tp"], pp=script["pp"], cp=int(script.get("cp", 1)),
-                                              ep=int(script.get("ep", 1))) if megatron
+                                              ep=int(script.get("ep", 1)),
+                                              etp=int(script["etp"]) if script.get("etp") else None) if megatron
                          else Parallelism(sp=int(script.get("sp", 4)), fsdp_size=int(script.get("fsdp_size", 2)))),
             algorithm=Algorithm(group_size=n, kl_coef=float(script.get("kl_coef", 0.001)) if kl else 0.0),
             data=DataSpec(train_batch_size=int(used["train_batch_size"]), mini_batch_size=int(used["ppo_mini_batch_size"]),

@@ -52,7 +52,7 @@ from advisor.placement.models import PhaseTime, StepTime
 from advisor.plan import ModelSpec, Parallelism, Plan, Pool, Role, RoleModel
 from advisor.constants import constant
 from advisor.memory.engines import rollout_kv_pool
-from advisor.resolve import ResolvedPlan, resolve
+from advisor.resolve import ResolvedPlan, expert_tensor_parallel, optimizer_steps_on_host, resolve
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "time_model.yaml"
 GIB = 1024 ** 3
@@ -405,12 +405,13 @@ class _Infeasible(Exception):
 def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, tokens: float,
                    seq_sq: float, k: float, eta: float, micro_tokens: float, mini_batches: int,
                    sharded_gather: bool, grad_bytes: float, lora: bool,
-                   act_traffic: float = 0.0, launch_ms: float = 0.0) -> tuple[float, float, str]:
+                   act_traffic: float = 0.0, launch_ms: float = 0.0, etp: int | None = None) -> tuple[float, float, str]:
     """A forward (k=2) or training (k=6/8/4) pass over ``tokens`` on ``gpus`` GPUs.
 
     ``launch_ms`` is the host-side cost per layer per micro-batch pass (kernel launches and
     Python dispatch, paid once per forward-equivalent: a training pass counts k/2): negligible
-    for large micro-batches on a GPU, all of the time for a tiny model on a CPU."""
+    for large micro-batches on a GPU, all of the time for a tiny model on a CPU. ``etp`` is the
+    expert layers' tensor-parallel size (advisor.resolve.expert_tensor_parallel; None = ``par.tp``)."""
     flops = k * arch.active * tokens + k * seq_sq * arch.head_dim * arch.heads * arch.layers
     compute = flops / (gpus * dev.peak_flops)
     mp = par.tp * par.pp * par.cp
@@ -428,7 +429,9 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
     # top-k experts and combines the results back (2 all-to-alls per forward; the backward
     # repeats both, a full recompute the forward's). Tokens of a rank are split over its TP
     # ranks (sequence parallel), and the share (ep-1)/ep leaves the rank, over NVLink when the
-    # EP x TP group fits a node, else the node NIC share. They are not hidden behind compute:
+    # expert group (EP x expert TP: Megatron-Core folds the expert layers' ranks into
+    # ETP x EP x EDP, independent of the attention's TP) fits a node, else the node NIC share.
+    # They are not hidden behind compute:
     # Megatron-Core's overlap_moe_expert_parallel_comm is False by default
     # (megatron/core/model_parallel_config.py), so the time adds to the compute.
     a2a = 0.0
@@ -436,7 +439,8 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
         n_a2a = 2 if k <= 2 else (4 if k < 8 else 6)
         tok_rank = tokens / dp / max(par.tp, 1)
         bytes_a2a = tok_rank * arch.experts_per_token * arch.hidden * 2.0 * (par.ep - 1) / par.ep
-        a2a = n_a2a * (arch.moe_layers / max(par.pp, 1)) * bytes_a2a / dev.dp_link(par.ep * par.tp)
+        group = par.ep * (etp if etp else par.tp)
+        a2a = n_a2a * (arch.moe_layers / max(par.pp, 1)) * bytes_a2a / dev.dp_link(group)
     # data-parallel traffic: FSDP/ZeRO-3 gathers the parameters each micro-batch (forward, and
     # backward when training) and reduce-scatters fp32 grads; otherwise one grad all-reduce per
     # optimizer step. It runs concurrently with compute.
@@ -658,7 +662,8 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         secs, lower, bound = _compute_phase(a, dev, gpus=p.gpus, par=par, tokens=tokens, seq_sq=seq_sq, k=2.0,
                                             eta=eta_f, micro_tokens=micro_tokens, mini_batches=1,
                                             sharded_gather=sharded, grad_bytes=0.0, lora=False,
-                                            act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"])
+                                            act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"],
+                                            etp=expert_tensor_parallel(plan, par))
         phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_f, f"{tokens / 1e6:.2f} M tokens"))
         if role != "policy" and rp.role_info[Role(role)].param_offload:
             # a frozen model kept on the host (DeepSpeed-Chat / OpenRLHF ref/reward offload)
@@ -672,7 +677,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
             fwd("reward", "reward_forward")
         if "reference" in roles:
             fwd("reference", "reference_forward")
-        if plan.framework.value != "trl" or plan.algorithm.epochs_per_batch > 1:
+        if rp.recomputes_old_logprobs:
             fwd("policy", "old_logprob_forward")
         if "critic" in roles:
             fwd("critic", "critic_forward")
@@ -695,15 +700,17 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
                                             seq_sq=seq_sq * plan.algorithm.epochs_per_batch, k=k_train, eta=eta_t,
                                             micro_tokens=micro_tokens, mini_batches=mini_batches,
                                             sharded_gather=sharded, grad_bytes=gb, lora=lora,
-                                            act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"])
+                                            act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"],
+                                            etp=expert_tensor_parallel(plan, par))
         phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_t,
                              f"{k_train:.0f}N FLOPs/token{' (full recompute)' if recompute else ''}, "
                              f"{mini_batches} optimizer steps"))
         # offloaded states cross the host link every step. FSDP/Megatron offload moves the
-        # parameter shards in and out around each of the two phases that use them, and the
-        # optimizer states (fp32 master + Adam, 12 B/param) in and out once per update phase;
-        # DeepSpeed's CPU Adam keeps the states on the host and moves bf16 grads down and bf16
-        # params up at every optimizer step.
+        # parameter shards in and out around each of the two phases that use them; FSDP's
+        # optimizer offload moves the states (fp32 master + Adam, 12 B/param) in and out once per
+        # update phase. An optimizer that steps on the host (advisor.resolve.optimizer_steps_on_host:
+        # DeepSpeed's CPU Adam, Megatron's CPU optimizer) keeps the states there and moves bf16
+        # grads down and bf16 params up at every optimizer step.
         moved = 0.0
         # the states a rank holds: FSDP shards inside its fsdp_size group (hybrid sharding keeps a
         # full copy per group, the memory model's rule in advisor.memory.ledger); ZeRO and Megatron's
@@ -712,8 +719,9 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         shard = a.params / min(fsdp_group, p.gpus)
         if info.param_offload:
             moved += 2 * 2 * shard * 2.0
+        host_step = optimizer_steps_on_host(mk.train_backend, info.optimizer_offload) and not lora
         if info.optimizer_offload and not lora:
-            if mk.train_backend == "deepspeed":
+            if host_step:
                 moved += mini_batches * (2.0 + 2.0) * shard
             else:
                 moved += 2 * 12.0 * shard
@@ -721,14 +729,16 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
             t = moved / dev.host_bw
             phases.append(_Phase("offload_transfer", p.name, p.gpus, t, t, "host_link", 1.0,
                                  f"{moved / GIB:.1f} GiB per GPU over PCIe ({role})"))
-        if info.optimizer_offload and not lora and mk.train_backend == "deepspeed":
-            # DeepSpeed's CPU Adam steps the offloaded states on the host: bound by the node's
-            # DRAM bandwidth, which the ranks of a node share (ZeRO shards the states per rank)
+        if host_step:
+            # the optimizer steps the offloaded states on the host: bound by the node's DRAM
+            # bandwidth, which the ranks of a node share (ZeRO and Megatron's distributed
+            # optimizer shard the states per rank; Megatron's CPU step is torch's Adam, not
+            # DeepSpeed's AVX kernel, so this bound is the more optimistic there)
             nodes = max(1, math.ceil(p.gpus / dev.gpus_per_node))
             t = mini_batches * a.params / nodes * constant("host_adam_bytes_per_param") \
                 / (constant("host_dram_bandwidth_gbs") * 1e9)
             phases.append(_Phase("offload_transfer", p.name, p.gpus, t, t, "host_memory", 1.0,
-                                 f"CPU Adam over {a.params / nodes / 1e9:.1f} B parameters per node, "
+                                 f"host Adam over {a.params / nodes / 1e9:.1f} B parameters per node, "
                                  f"{mini_batches} optimizer steps ({role})"))
 
     train("policy", "actor_update")

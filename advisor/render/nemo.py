@@ -75,6 +75,8 @@ def overrides(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> tuple[s
         add(("policy.megatron_cfg.pipeline_model_parallel_size", par.pp))
         add(("policy.megatron_cfg.context_parallel_size", par.cp))
         add(("policy.megatron_cfg.expert_model_parallel_size", par.ep))
+        if par.etp:
+            add(("policy.megatron_cfg.expert_tensor_parallel_size", par.etp))
         add(("policy.megatron_cfg.activation_checkpointing", m.recompute != "none"))
     else:
         add(("policy.dtensor_cfg.cpu_offload", m.param_offload or m.optimizer_offload))

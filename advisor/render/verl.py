@@ -117,6 +117,8 @@ def _ppo(plan: Plan, d: Derived, carry: Carry, notes: list[str]) -> list[tuple[s
         add((f"{ar}.actor.megatron.pipeline_model_parallel_size", par.pp))
         add((f"{ar}.actor.megatron.context_parallel_size", par.cp))
         add((f"{ar}.actor.megatron.expert_model_parallel_size", par.ep))
+        if par.etp:
+            add((f"{ar}.actor.megatron.expert_tensor_parallel_size", par.etp))
         add((f"{ar}.actor.megatron.param_offload", res.offload("policy").param_offload))
         add((f"{ar}.actor.megatron.optimizer_offload", res.offload("policy").optimizer_offload))
         add((f"{ar}.ref.megatron.param_offload", res.offload("reference").param_offload))
