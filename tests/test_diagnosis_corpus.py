@@ -61,9 +61,9 @@ def test_split_is_by_batch() -> None:
         assert c["split"] == ("validation" if c["batch"] >= acc.VALIDATION_BATCH else "development")
         parts.setdefault(c["source"], set()).add(c["split"])
     assert all(len(v) == 1 for v in parts.values()), "one thread's cases belong to one batch"
-    # batches 1 to 8 were read while the rules were written: never validation again
-    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 8)
-    assert acc.VALIDATION_BATCH >= 9
+    # batches 1 to 10 were read while the rules were written: never validation again
+    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 10)
+    assert acc.VALIDATION_BATCH >= 11
 
 
 @lru_cache(maxsize=None)
@@ -90,6 +90,21 @@ DEVELOPMENT_MISSES: dict[str, str] = {
         "a multi-step rollout past max_model_len returning 'go': the truncation is in the workflow code's handling, not in a wording a general rule reads"),
     "verl-224-rollout-workers-11g-host-ram-96g": (
         "host RAM shown only as a process table and '96g memory' beside the GPUs' 80g; the table's rollout frame reads as the engine phase"),
+    # batches 9 and 10 (joined development at round 9 after their blind 82% / 76%): not read yet
+    "devto-grpo-it-triage-agent-writes-star-wars": (
+        "reward hacking told as a blog post-mortem (the agent writes off-task text that still scores); no wording read yet"),
+    "dse-307-step3-reward-nan-grad-overflow": (
+        "a DeepSpeed-Chat step-3 log of NaN rewards and fp16 gradient overflow; DeepSpeed's overflow messages are not in the table yet"),
+    "dse-419-step3-loss-scale-at-minimum": (
+        "DeepSpeed's fp16 'loss scale already at minimum' in a step-3 log, read as a GPU OOM; the loss-scaler message is not in the table yet"),
+    "dse-444-step3-act-cri-loss-inf": (
+        "a DeepSpeed-Chat step-3 log of inf actor/critic losses; the loss print and overflow wording are not read yet"),
+    "ishanblog-grpo-tldr-256-token-nonsense-zero-zscore": (
+        "every completion at the length cap so every group's z-score advantage is zero, told in a blog post; read as a reward shortcut"),
+    "msswift-5418-dpo-nan-from-step-5-loss-zero": (
+        "a DPO metric log whose loss is NaN from step 5 gives no finding at all: the records are not read yet"),
+    "unsloth-1285-orpotrainer-unexpected-tokenizer-trl-012": (
+        "a TRL trainer's 'unexpected keyword argument' (tokenizer) after an API change, described in prose; not read yet"),
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one
@@ -112,15 +127,16 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = (27, 34)
-"""The validation part (batches >= ``VALIDATION_BATCH``, now 9: batches 9 and 10) as measured, blind, at its rule freeze:
+MEASURED_VALIDATION: tuple[int, int] | None = None
+"""The validation batch (``VALIDATION_BATCH``, now 11) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
-measured; whoever measures it records the figure here and in tests/cases/diagnosis/README.md (the
-history: batch 1's hash-split part 25/33 = 76%, batch 2 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%,
-batch 5 19/29 = 66%; batches 6 and 7, measured together at the session-5 round-5 freeze: 12/24 and
-12/24, 24/48 = 50%; batch 8 at the round-6 freeze: 4/15 = 27%; batch 9, 14 GitHub threads and 3 web pages,
-at the session-6 round-7 freeze: 14/17 = 82%; at the round-8 freeze batch 10 was measured first, 13/17 = 76%,
-and batch 9 again, 14/17, together 27/34 = 79%)."""
+measured (the validation tests skip until batch 11 is measured); whoever measures it records the figure
+here and in tests/cases/diagnosis/README.md (the history: batch 1's hash-split part 25/33 = 76%, batch 2
+26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%, batch 5 19/29 = 66%; batches 6 and 7, measured
+together at the session-5 round-5 freeze: 12/24 and 12/24, 24/48 = 50%; batch 8 at the round-6 freeze:
+4/15 = 27%; batch 9, 14 GitHub threads and 3 web pages, at the session-6 round-7 freeze: 14/17 = 82%;
+batch 10 at the round-8 freeze: 13/17 = 76%, batches 9 and 10 together 27/34 = 79%; both joined
+development at round 9)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -149,14 +165,6 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 27/34 = 79% on the blind batches 9 and 10 (goal >= 90%). Batch 9: 14/17 at the round-7 freeze, "
-    "the same 14/17 at round 8 (a DPO metric log whose NaN loss from step 5 gives no finding, a TRL trainer's "
-    "'unexpected keyword argument' after an API change described in prose, reward hacking told as a blog "
-    "post-mortem). Batch 10, first measured at the round-8 freeze: 13/17 (three DeepSpeed-Chat step-3 logs of "
-    "NaN/inf losses and fp16 loss-scale overflow, one read as a GPU OOM; a blog post whose every completion hit "
-    "the length cap, zero advantages, read as a reward shortcut). Neither batch is tuned on while it is the "
-    "validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
