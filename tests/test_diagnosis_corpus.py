@@ -93,16 +93,8 @@ DEVELOPMENT_MISSES: dict[str, str] = {
     # batches 9 and 10 (joined development at round 9 after their blind 82% / 76%): not read yet
     "devto-grpo-it-triage-agent-writes-star-wars": (
         "reward hacking told as a blog post-mortem (the agent writes off-task text that still scores); no wording read yet"),
-    "dse-307-step3-reward-nan-grad-overflow": (
-        "a DeepSpeed-Chat step-3 log of NaN rewards and fp16 gradient overflow; DeepSpeed's overflow messages are not in the table yet"),
-    "dse-419-step3-loss-scale-at-minimum": (
-        "DeepSpeed's fp16 'loss scale already at minimum' in a step-3 log, read as a GPU OOM; the loss-scaler message is not in the table yet"),
-    "dse-444-step3-act-cri-loss-inf": (
-        "a DeepSpeed-Chat step-3 log of inf actor/critic losses; the loss print and overflow wording are not read yet"),
     "ishanblog-grpo-tldr-256-token-nonsense-zero-zscore": (
         "every completion at the length cap so every group's z-score advantage is zero, told in a blog post; read as a reward shortcut"),
-    "msswift-5418-dpo-nan-from-step-5-loss-zero": (
-        "a DPO metric log whose loss is NaN from step 5 gives no finding at all: the records are not read yet"),
     "unsloth-1285-orpotrainer-unexpected-tokenizer-trl-012": (
         "a TRL trainer's 'unexpected keyword argument' (tokenizer) after an API change, described in prose; not read yet"),
 }

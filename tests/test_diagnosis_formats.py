@@ -341,3 +341,43 @@ def test_memory_does_not_grow_with_the_log() -> None:
     s = session.store.get("grad_norm")
     assert s is not None and len(s.mean) <= s.capacity
     assert d.lines_read == 100_000
+
+
+# ---------------------------------------------------------------- round 9 (batches 9 and 10's misses read)
+def test_pipe_joined_key_values_after_a_pipe_led_timing_line() -> None:
+    """DeepSpeed-Chat prints a ``|E2E latency=...|`` timing line (pipe-led, so it looks like a table) before each
+    ``epoch: 0|step: N|act_loss: ...`` record; the record is read, not taken for a row of that table."""
+    timing = "|E2E latency=1.90s |Gather latency=0.00s (0.00%) |Generate time=1.20s (63.1%) |CurSamplesPerSec=2.1\n"
+    text = "".join(timing + f"epoch: 1|step: {s}|ppo_ep: 1|act_loss: {a}|cri_loss: {c}|unsuper_loss: 0.0\n"
+                   "average reward score: 1.5\n" for s, a, c in ((40, 0.12, 0.3), (41, "nan", "nan"), (42, "nan", "inf")))
+    pts = parse_text(text)
+    assert [p.step for p in pts] == [40, 41, 42]
+    d = diagnose_text(text)
+    assert _cats(d)[:1] == ["grad_norm_nan"] and d.findings[0].severity == "error"
+    # a Markdown table before the same records, and a shorter variant of the record
+    md = "| step | act_loss |\n|---|---|\n| 1 | 0.5 |\n" + "epoch: 0|step: 7|act_loss: 0.4|cri_loss: inf\n"
+    assert [p.step for p in parse_text(md)][-1] == 7
+    # a healthy run of the same format gives no error
+    ok = "".join(timing + f"epoch: 0|step: {s}|ppo_ep: 1|act_loss: 0.{s}|cri_loss: 0.3|unsuper_loss: 0.0\n"
+                 for s in range(10, 16))
+    assert not [f for f in diagnose_text(ok).findings if f.severity == "error"]
+
+
+@pytest.mark.parametrize("text", [
+    # TRL DPOTrainer console dict: loss hidden as 0.0, log-probs NaN
+    "{'loss': 0.6931, 'rewards/chosen': 0.0, 'rewards/rejected': 0.0, 'logps/chosen': -80.1, 'epoch': 0.01}\n"
+    "{'loss': 0.0, 'rewards/chosen': nan, 'rewards/rejected': nan, 'rewards/margins': nan, 'epoch': 0.02}\n",
+    # JSONL with a NaN margin only
+    '{"step": 1, "loss": 0.69, "rewards/margins": 0.01}\n{"step": 2, "loss": 0.0, "rewards/margins": NaN}\n',
+    # a key: value run with NaN log-probs
+    "step: 3  loss: 0.0  logps/chosen: nan  logps/rejected: nan\n",
+])
+def test_preference_log_prob_metrics_that_go_nan(text: str) -> None:
+    d = diagnose_text(text)
+    assert "grad_norm_nan" in [f.category for f in d.findings if f.severity == "error"], _cats(d)
+
+
+def test_finite_preference_metrics_raise_nothing() -> None:
+    text = "".join(f"{{'loss': 0.{69 - s}, 'rewards/chosen': 0.{s}, 'rewards/rejected': -0.{s}, "
+                   f"'rewards/margins': 0.{2 * s}, 'logps/chosen': -8{s}.0, 'epoch': 0.0{s}}}\n" for s in range(1, 6))
+    assert not [f for f in diagnose_text(text).findings if f.severity == "error"]

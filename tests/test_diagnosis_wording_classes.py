@@ -751,3 +751,41 @@ def test_flat_reward_is_a_weak_warning() -> None:
     """A flat reward alone names no cause: a low-confidence warning, never an error."""
     found = [f for f in diagnose_text("# the reward does not increase at all\n").findings if f.rule != "similar_case"]
     assert found and all(f.severity == "warning" and f.confidence <= 0.5 for f in found), found
+
+
+# ---------------------------------------------------------------- round 9 (batches 9 and 10's misses read)
+# DeepSpeed's fp16 loss scaler at its minimum (deepspeed/runtime/fp16/loss_scaler.py, fused_optimizer.py,
+# unfused_optimizer.py): the exception, a "reduction" to the same scale in each of its three messages. A routine
+# back-off from a high scale must not fire.
+FIRST_R9 = [
+    ("[rank0]: Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n",
+     "grad_norm_nan"),
+    ('  File "/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/fp16/loss_scaler.py", line 185, in update_scale\n'
+     "    raise Exception(\nException: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n",
+     "grad_norm_nan"),
+    ("[2024-02-01 10:00:01,000] [INFO] [unfused_optimizer.py:282:_update_scale] Reducing dynamic loss scale from 1.0 to 1.0\n",
+     "grad_norm_nan"),
+    ("[2024-02-01 10:00:01,000] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. "
+     "Attempted loss scale: 1, reducing to 1\n", "grad_norm_nan"),
+]
+
+
+@pytest.mark.parametrize("text,expected", FIRST_R9, ids=[f"{i}-{e}" for i, (_, e) in enumerate(FIRST_R9)])
+def test_round9_first_finding(text: str, expected: str) -> None:
+    found = _cats(text)
+    assert found and found[0] == expected, found
+
+
+HEALTHY_R9 = [
+    "[2023-12-11 16:39:34,450] [INFO] [fused_optimizer.py:345:_update_scale] Reducing dynamic loss scale from 65536 to 32768.0\n",
+    "[INFO] [logging.py:96:log_dist] [Rank 0] Overflow detected. Skipping step. Attempted loss scale: 65536, reducing to 32768.0\n",
+    "[INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 2, reducing to 1\n",
+    "[INFO] [fused_optimizer.py:353:_update_scale] Increasing dynamic loss scale from 16384.0 to 32768.0\n",
+    "[INFO] [unfused_optimizer.py:282:_update_scale] Reducing dynamic loss scale from 16 to 1.0\n",
+    "# min_loss_scale: the loss scale never goes below it; at the minimum DeepSpeed raises unless told not to\n",
+]
+
+
+@pytest.mark.parametrize("text", HEALTHY_R9, ids=[f"{i}" for i in range(len(HEALTHY_R9))])
+def test_round9_healthy_wordings(text: str) -> None:
+    assert not _errors(text), _cats(text)

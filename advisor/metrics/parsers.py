@@ -381,6 +381,10 @@ class LogReader:
         if "\ufffd" in t or _CONTROL.search(t):
             return  # undecodable or binary bytes: not a table row or a key: value record
         if t[0] == "|" or (t.count("|") >= 2 and self._table_sep == "|"):
+            # ``key: value`` pairs joined by pipes (DeepSpeed-Chat's ``epoch: 0|step: 3|act_loss: 0.1``)
+            # are a record even after a pipe-led line set a table up (its ``|E2E latency=...`` timing line)
+            if (":" in t or "=" in t) and self._kv_line(t, out):
+                return
             self._table_line(t, out, "|")
             return
         if "\t" in t:
