@@ -90,13 +90,6 @@ DEVELOPMENT_MISSES: dict[str, str] = {
         "a multi-step rollout past max_model_len returning 'go': the truncation is in the workflow code's handling, not in a wording a general rule reads"),
     "verl-224-rollout-workers-11g-host-ram-96g": (
         "host RAM shown only as a process table and '96g memory' beside the GPUs' 80g; the table's rollout frame reads as the engine phase"),
-    # batches 9 and 10 (joined development at round 9 after their blind 82% / 76%): not read yet
-    "devto-grpo-it-triage-agent-writes-star-wars": (
-        "reward hacking told as a blog post-mortem (the agent writes off-task text that still scores); no wording read yet"),
-    "ishanblog-grpo-tldr-256-token-nonsense-zero-zscore": (
-        "every completion at the length cap so every group's z-score advantage is zero, told in a blog post; read as a reward shortcut"),
-    "unsloth-1285-orpotrainer-unexpected-tokenizer-trl-012": (
-        "a TRL trainer's 'unexpected keyword argument' (tokenizer) after an API change, described in prose; not read yet"),
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one

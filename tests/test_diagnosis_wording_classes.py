@@ -789,3 +789,44 @@ HEALTHY_R9 = [
 @pytest.mark.parametrize("text", HEALTHY_R9, ids=[f"{i}" for i in range(len(HEALTHY_R9))])
 def test_round9_healthy_wordings(text: str) -> None:
     assert not _errors(text), _cats(text)
+
+
+# Wording classes of round 9, each on wordings other than the cases' own and with near misses that must not fire:
+# the scorer gamed (as a verb), the advantage / reward z-score that is or becomes 0, and Python's "unexpected keyword
+# argument" TypeError paraphrased with the keyword in other quotes or bare.
+TOP3_R9 = [
+    ("# the policy learned to game the verifier by printing the expected answer format only\n", "reward_hacking"),
+    ("# after 200 steps it was clearly gaming the reward model with flattering openers\n", "reward_hacking"),
+    ("# my agent gamed the judge: every answer ends with 'this is correct'\n", "reward_hacking"),
+    ("# all advantages went to zero once every sample hit the max length\n", "zero_variance_groups"),
+    ("# the group z-score is 0 for every completion, so the policy gets no signal\n", "zero_variance_groups"),
+    ("# normalized advantages (reward minus group mean) became 0 after step 30\n", "zero_variance_groups"),
+    ("# GRPOTrainer fails: unexpected keyword argument `processing_class` with trl 0.11\n", "config_key_error"),
+    ("# DPOTrainer got an unexpected keyword argument “tokenizer” after the upgrade\n", "config_key_error"),
+    ("# error: __init__() got unexpected keyword argument max_prompt_length when I pass it to the trainer\n",
+     "config_key_error"),
+    ("# I get unexpected keyword argument padding_free.\n", "config_key_error"),
+]
+
+
+@pytest.mark.parametrize("text,expected", TOP3_R9, ids=[f"{i}-{e}" for i, (_, e) in enumerate(TOP3_R9)])
+def test_round9_in_top3(text: str, expected: str) -> None:
+    assert expected in _cats(text)[:3], _cats(text)
+
+
+HEALTHY_R9_WORDS = [
+    ("# in this game the reward is +1 for a win and -1 for a loss\n", "reward_hacking"),
+    ("# we want to game-proof the reward function before training\n", "reward_hacking"),
+    ("# the reward for the game is sparse, so we shape it\n", "reward_hacking"),
+    ("# advantages are zero-mean within each group by construction\n", "zero_variance_groups"),
+    ("# the advantage was 0.42 on average at step 100\n", "zero_variance_groups"),
+    ("# z-scores are 0.8 and -0.8 in a group of two\n", "zero_variance_groups"),
+    ("# **kwargs swallows any unexpected keyword argument so the call never fails\n", "config_key_error"),
+    ("# unexpected keyword arguments are ignored by the collator\n", "config_key_error"),
+    ("Raises TypeError on an unexpected keyword argument.\n", "config_key_error"),
+]
+
+
+@pytest.mark.parametrize("text,absent", HEALTHY_R9_WORDS, ids=[f"{i}" for i in range(len(HEALTHY_R9_WORDS))])
+def test_round9_healthy_word_classes(text: str, absent: str) -> None:
+    assert absent not in _cats(text), _cats(text)
