@@ -112,16 +112,16 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (9, 15)
 """The validation batch (``VALIDATION_BATCH``, now 11) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
-measured (the validation tests skip until batch 11 is measured); whoever measures it records the figure
+measured; whoever measures it records the figure
 here and in tests/cases/diagnosis/README.md (the history: batch 1's hash-split part 25/33 = 76%, batch 2
 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%, batch 5 19/29 = 66%; batches 6 and 7, measured
 together at the session-5 round-5 freeze: 12/24 and 12/24, 24/48 = 50%; batch 8 at the round-6 freeze:
 4/15 = 27%; batch 9, 14 GitHub threads and 3 web pages, at the session-6 round-7 freeze: 14/17 = 82%;
 batch 10 at the round-8 freeze: 13/17 = 76%, batches 9 and 10 together 27/34 = 79%; both joined
-development at round 9)."""
+development at round 9; batch 11 at the round-9 freeze: 9/15 = 60%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -150,6 +150,12 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "measured 9/15 = 60% on the blind batch 11 at the session-6 round-9 rule freeze (goal >= 90%): four prose "
+    "descriptions no wording reads (a reward shortcut through malformed tool calls, a TRL 'unexpected keyword' "
+    "after a version change, retries running past the length budget, a DPO loss at 0 with accuracy 1), a context "
+    "window smaller than the response budget read first as a batch-size error, and memory growing to an OOM at "
+    "the engine's wake-up read as a batch-size error. Batch 11 is not tuned on while it is the validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
