@@ -30,45 +30,24 @@ sys.path.insert(0, str(REPO))
 from tests import log_formats as lf  # noqa: E402
 
 
-def metric_pairs(cases: list[dict], tmp: Path) -> list[tuple[str, str, list[str], list[str]]]:
-    """(case, format, original top-3, variant top-3) for every metric case the reader parses."""
-    rows = []
+def metric_pairs(cases: list[dict], tmp: Path) -> tuple[list, list]:
+    """(case, format, original top-3, variant top-3) for every metric case the reader parses: in each
+    format, and deep in a long console log (past the lines read in full) in the formats of long logs,
+    behind each runner prefix or none. Each case's variants and baseline are made once for both."""
+    formats, long = [], []
     for c in cases:
         if len(c["paths"]) != 1:
             continue
         text = c["paths"][0].read_text(encoding="utf-8", errors="replace")
-        records, _ = lf.split_records(text)
-        if not records:
+        if not lf.split_records(text)[0]:
             continue
         src = c.get("source", "")
         base = lf.top_categories(c["paths"], src)
-        for name, paths in lf.case_variants(text, tmp / c["id"]).items():
-            rows.append((c["id"], name, base, lf.top_categories(paths, src)))
-    return rows
-
-
-def long_pairs(cases: list[dict], tmp: Path) -> list[tuple[str, str, list[str], list[str]]]:
-    """The metric cases' records deep in a long console log (past the lines read in full), in the
-    formats of long logs, behind each runner prefix or none."""
-    rows = []
-    for c in cases:
-        if len(c["paths"]) != 1:
-            continue
-        text = c["paths"][0].read_text(encoding="utf-8", errors="replace")
-        records, _ = lf.split_records(text)
-        if not records:
-            continue
-        src = c.get("source", "")
-        base = lf.top_categories(c["paths"], src)
-        folder = tmp / c["id"]
-        variants = lf.case_variants(text, folder)  # the records in each format among the case's other lines
-        for name in lf.LONG_FORMATS:
-            body = variants[name][0].read_text(encoding="utf-8")
-            for prefix in lf.LONG_PREFIXES:
-                f = folder / f"long-{name}-{prefix}.txt"
-                f.write_text(lf.long_log(body, prefix), encoding="utf-8")
-                rows.append((c["id"], f"{name}/{prefix}", base, lf.top_categories([f], src)))
-    return rows
+        variants = lf.case_variants(text, tmp / c["id"])
+        formats += [(c["id"], name, base, lf.top_categories(paths, src)) for name, paths in variants.items()]
+        long += [(c["id"], label, base, lf.top_categories([f], src))
+                 for label, f in lf.long_variants(variants, tmp / c["id"]).items()]
+    return formats, long
 
 
 def log_pairs(cases: list[dict], tmp: Path) -> list[tuple[str, str, list[str], list[str]]]:
@@ -107,8 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     shared = args.shared / "cases" / "diagnosis" if args.shared else None
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        metric = metric_pairs(lf.development_cases("metric", shared), Path(tmp) / "m")
-        long = long_pairs(lf.development_cases("metric", shared), Path(tmp) / "g")
+        metric, long = metric_pairs(lf.development_cases("metric", shared), Path(tmp) / "m")
         log = log_pairs(lf.development_cases("log", shared), Path(tmp) / "l")
     print("\n".join(_report(metric, "metric format")))
     print()

@@ -369,3 +369,16 @@ def long_log(body: str, prefix: str = "none", lines: int = 2500) -> str:
                     f"{i % 97}.0 tokens/s, Running: {i % 5} reqs\n" for i in range(lines))
     text = noise + body
     return text if prefix == "none" else PREFIXES[prefix](text)
+
+
+def long_variants(variants: dict[str, list[Path]], folder: Path, lines: int = 2500) -> dict[str, Path]:
+    """Each long-log format of ``variants`` (from case_variants) deep in a long console log, behind
+    each of LONG_PREFIXES: ``{"format/prefix": file}``, written in ``folder``."""
+    out = {}
+    for name in LONG_FORMATS:
+        body = variants[name][0].read_text(encoding="utf-8")
+        for prefix in LONG_PREFIXES:
+            f = folder / f"long-{name}-{prefix}.txt"
+            f.write_text(long_log(body, prefix, lines), encoding="utf-8")
+            out[f"{name}/{prefix}"] = f
+    return out

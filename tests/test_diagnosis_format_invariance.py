@@ -77,14 +77,8 @@ def test_metric_case_same_diagnosis_deep_in_a_long_prefixed_log(case: dict, vari
     base = _baseline(case["id"], 3)
     monkeypatch.setattr("advisor.diagnosis.engine.prose_scan_lines", lambda: 8)
     folder = next(iter(variants[case["id"]].values()))[0].parent
-    differ = {}
-    for name in lf.LONG_FORMATS:
-        body = variants[case["id"]][name][0].read_text(encoding="utf-8")
-        for prefix in lf.LONG_PREFIXES:
-            f = folder / f"long-{name}-{prefix}.txt"
-            f.write_text(lf.long_log(body, prefix, lines=12), encoding="utf-8")
-            if (got := lf.top_categories([f], case.get("source", ""))) != base:
-                differ[f"{name}/{prefix}"] = got
+    differ = {label: got for label, f in lf.long_variants(variants[case["id"]], folder, lines=12).items()
+              if (got := lf.top_categories([f], case.get("source", ""))) != base}
     assert not differ, f"original top-3 {base}; differs in: {differ}"
 
 
