@@ -6,7 +6,9 @@ host-memory OOMs (Ray, the kernel's OOM killer, a growing host memory) apart fro
 Ray worker deaths; a reward function that never scores; identical group rewards / zero loss and
 gradient; every response clipped; rising entropy; DeepSpeed's batch assertions
 (deepspeed/runtime/config.py); an OOM while ZeRO-3 gathers the weights to generate; and OOM words
-that do not report an OOM (an avoided OOM, profiler set-up, framework config messages).
+that do not report an OOM (an avoided OOM, profiler set-up, framework config messages). Later rounds
+(5-9) add their tables below. Every round's table of first findings, of top-3 categories and of healthy
+texts is run by one test per kind at the end of the module, with the round in each case's id.
 """
 
 from __future__ import annotations
@@ -63,12 +65,6 @@ FIRST = [
 ]
 
 
-@pytest.mark.parametrize("text,expected", FIRST, ids=[f"{i}-{e}" for i, (_, e) in enumerate(FIRST)])
-def test_first_finding(text: str, expected: str) -> None:
-    cats = _cats(text)
-    assert cats[:1] == [expected], cats
-
-
 def test_ray_death_yields_to_a_cuda_oom_in_the_same_log() -> None:
     text = "# CPU memory looks fine\ntorch.OutOfMemoryError: CUDA out of memory.\n" + RAY_DIED
     cats = _cats(text)
@@ -100,12 +96,6 @@ TOP3 = [
 ]
 
 
-@pytest.mark.parametrize("text,expected", TOP3, ids=[f"{i}-{e}" for i, (_, e) in enumerate(TOP3)])
-def test_wording_class_in_top3(text: str, expected: str) -> None:
-    cats = _cats(text)
-    assert expected in cats[:3], cats
-
-
 HEALTHY = [
     # (text, a category that must not appear at all; None: only no error)
     ("# we cut num_generations to 4 to avoid OOM; the curves look fine\n", "oom_gpu"),
@@ -124,13 +114,6 @@ HEALTHY = [
      "training.\n", "no_learning_signal_config"),
     ("# GRPO with beta=0 (no KL term) trains fine, reward 0.6 at step 400\n", "no_learning_signal_config"),
 ]
-
-
-@pytest.mark.parametrize("text,absent", HEALTHY, ids=[f"{i}" for i in range(len(HEALTHY))])
-def test_healthy_wordings_do_not_fire(text: str, absent: str | None) -> None:
-    assert not _errors(text), _cats(text)
-    if absent is not None:
-        assert absent not in _cats(text)
 
 
 def test_advice_conditional_on_an_oom_is_not_an_oom() -> None:
@@ -168,12 +151,6 @@ FIRST_VOCAB = [
 ]
 
 
-@pytest.mark.parametrize("text,expected", FIRST_VOCAB, ids=[f"{i}-{e}" for i, (_, e) in enumerate(FIRST_VOCAB)])
-def test_vocabulary_first_finding(text: str, expected: str) -> None:
-    cats = _cats(text)
-    assert cats[:1] == [expected], cats
-
-
 TOP3_VOCAB = [
     ("# we see NaN gradients from step 30 on\n", "grad_norm_nan"),
     ("# training in fp16 gives nan/inf loss after warmup\n", "grad_norm_nan"),
@@ -196,12 +173,6 @@ TOP3_VOCAB = [
 ]
 
 
-@pytest.mark.parametrize("text,expected", TOP3_VOCAB, ids=[f"{i}-{e}" for i, (_, e) in enumerate(TOP3_VOCAB)])
-def test_vocabulary_in_top3(text: str, expected: str) -> None:
-    cats = _cats(text)
-    assert expected in cats[:3], cats
-
-
 HEALTHY_VOCAB = [
     # (text, a category that must not appear at all; None: only no error)
     (WEIGHT_UPDATE * 3 + "export TORCH_NCCL_ASYNC_ERROR_HANDLING=1\nNCCL INFO Broadcast: opCount 4 sendbuff 0x7f\n",
@@ -220,13 +191,6 @@ HEALTHY_VOCAB = [
     ("# the prompt length exceeds max_prompt_length for 3 samples\n", "response_truncation"),
     ("# response length is stable around 600 tokens\n", "response_length_explosion"),
 ]
-
-
-@pytest.mark.parametrize("text,absent", HEALTHY_VOCAB, ids=[f"{i}" for i in range(len(HEALTHY_VOCAB))])
-def test_vocabulary_healthy_wordings(text: str, absent: str | None) -> None:
-    assert not _errors(text), _cats(text)
-    if absent is not None:
-        assert absent not in _cats(text)
 
 
 # ---------------------------------------------------------------- round 4 (batch 4 joined development)
@@ -269,12 +233,6 @@ FIRST_R4 = [
 ]
 
 
-@pytest.mark.parametrize("text,expected", FIRST_R4, ids=[f"{i}-{e}" for i, (_, e) in enumerate(FIRST_R4)])
-def test_round4_first_finding(text: str, expected: str) -> None:
-    cats = _cats(text)
-    assert cats and cats[0] == expected, cats
-
-
 TOP3_R4 = [
     ("# Why does the logged KL go negative sometimes with k1?\n", "metric_artifact_check_first"),
     ("# policy/entropy is below zero after step 300, is that a bug?\n", "metric_artifact_check_first"),
@@ -285,12 +243,6 @@ TOP3_R4 = [
     ("# reward climbs every epoch but the policy now writes aaaaaaa for higher reward\n", "reward_hacking"),
     ("# scores keep going up while output quality is going down\n", "reward_hacking"),
 ]
-
-
-@pytest.mark.parametrize("text,expected", TOP3_R4, ids=[f"{i}-{e}" for i, (_, e) in enumerate(TOP3_R4)])
-def test_round4_in_top3(text: str, expected: str) -> None:
-    cats = _cats(text)
-    assert expected in cats[:3], cats
 
 
 def test_speed_question_is_not_an_error() -> None:
@@ -327,13 +279,6 @@ HEALTHY_R4 = [
 ]
 
 
-@pytest.mark.parametrize("text,absent", HEALTHY_R4, ids=[f"{i}" for i in range(len(HEALTHY_R4))])
-def test_round4_healthy_wordings(text: str, absent: str | None) -> None:
-    assert not _errors(text), _cats(text)
-    if absent is not None:
-        assert absent not in _cats(text)
-
-
 # ---------------------------------------------------------------- round 5 (batch 5's misses read)
 # Framework strings (each with its source in diagnosis_signatures.yaml) and wording classes, in wordings other
 # than the cases' own sentences.
@@ -354,12 +299,6 @@ FIRST_R5 = [
     ("ValueError: no available memory for the cache blocks. Try increasing `gpu_memory_utilization`\n",
      "oom_rollout_wakeup"),
 ]
-
-
-@pytest.mark.parametrize("text,expected", FIRST_R5, ids=[f"{i}-{e}" for i, (_, e) in enumerate(FIRST_R5)])
-def test_round5_first_finding(text: str, expected: str) -> None:
-    found = _cats(text)
-    assert found and found[0] == expected, found
 
 
 TOP3_R5 = [
@@ -418,11 +357,6 @@ TOP3_R5 = [
 ]
 
 
-@pytest.mark.parametrize("text,expected", TOP3_R5, ids=[f"{i}-{e}" for i, (_, e) in enumerate(TOP3_R5)])
-def test_round5_in_top3(text: str, expected: str) -> None:
-    assert expected in _cats(text)[:3], _cats(text)
-
-
 HEALTHY_R5 = [
     # negation: the wording classes must not fire on a denied symptom
     ("# no completion exceeds max_completion_length, the mean length is 300\n", "response_truncation"),
@@ -472,13 +406,6 @@ HEALTHY_R5 = [
     ("UserWarning: offload_to_cpu=True and rank0_only=False may result in the unsharded parameters being redundantly "
      "copied to CPU memory for GPUs sharing the same CPU memory, which risks CPU OOM.\n", None),
 ]
-
-
-@pytest.mark.parametrize("text,absent", HEALTHY_R5, ids=[f"{i}" for i in range(len(HEALTHY_R5))])
-def test_round5_healthy_wordings(text: str, absent: str | None) -> None:
-    assert not _errors(text), _cats(text)
-    if absent is not None:
-        assert absent not in _cats(text), _cats(text)
 
 
 def test_negated_symptom_still_fires_when_a_later_mention_is_not_negated() -> None:
@@ -531,12 +458,6 @@ FIRST_R6 = [
 ]
 
 
-@pytest.mark.parametrize("text,expected", FIRST_R6, ids=[f"{i}-{e}" for i, (_, e) in enumerate(FIRST_R6)])
-def test_round6_first_finding(text: str, expected: str) -> None:
-    found = _cats(text)
-    assert found and found[0] == expected, found
-
-
 TOP3_R6 = [
     # OOM phase words in a description
     ("# we hit OOM during the actor update with 32k responses\n", "oom_actor_train"),
@@ -563,11 +484,6 @@ TOP3_R6 = [
 ]
 
 
-@pytest.mark.parametrize("text,expected", TOP3_R6, ids=[f"{i}-{e}" for i, (_, e) in enumerate(TOP3_R6)])
-def test_round6_in_top3(text: str, expected: str) -> None:
-    assert expected in _cats(text)[:3], _cats(text)
-
-
 HEALTHY_R6 = [
     # the frameworks' own success and progress lines beside the new strings
     ("[2025-03-02 10:01:02 TP0] Succeeded to update parameter online.\n", "vllm_weight_sync_failure"),
@@ -589,13 +505,6 @@ HEALTHY_R6 = [
     ("# format_reward is not always 0: about 40% of samples score 1\n", "reward_function_misconfig"),
     ("# the agent exploits the search tool well after 100 steps\n", "reward_hacking"),
 ]
-
-
-@pytest.mark.parametrize("text,absent", HEALTHY_R6, ids=[f"{i}" for i in range(len(HEALTHY_R6))])
-def test_round6_healthy_wordings(text: str, absent: str | None) -> None:
-    assert not _errors(text), _cats(text)
-    if absent is not None:
-        assert absent not in _cats(text), _cats(text)
 
 
 # ---------------------------------------------------------------- round 7 (batch 8's misses read, and the probe wordings)
@@ -629,12 +538,6 @@ FIRST_R7 = [
     ("ERROR refit_policy_generation raised an exception: KeyError 'model.embed_tokens.weight'\n",
      "vllm_weight_sync_failure"),
 ]
-
-
-@pytest.mark.parametrize("text,expected", FIRST_R7, ids=[f"{i}-{e}" for i, (_, e) in enumerate(FIRST_R7)])
-def test_round7_first_finding(text: str, expected: str) -> None:
-    found = _cats(text)
-    assert found and found[0] == expected, found
 
 
 TOP3_R7 = [
@@ -680,11 +583,6 @@ TOP3_R7 = [
     ("# tool_call_count drops to 0 after epoch 2\n", "reward_hacking_shortcut"),
     ("# 模型不再调用工具\n", "reward_hacking_shortcut"),
 ]
-
-
-@pytest.mark.parametrize("text,expected", TOP3_R7, ids=[f"{i}-{e}" for i, (_, e) in enumerate(TOP3_R7)])
-def test_round7_in_top3(text: str, expected: str) -> None:
-    assert expected in _cats(text)[:3], _cats(text)
 
 
 HEALTHY_R7 = [
@@ -734,13 +632,6 @@ HEALTHY_R7 = [
 ]
 
 
-@pytest.mark.parametrize("text,absent", HEALTHY_R7, ids=[f"{i}" for i in range(len(HEALTHY_R7))])
-def test_round7_healthy_wordings(text: str, absent: str | None) -> None:
-    assert not _errors(text), _cats(text)
-    if absent is not None:
-        assert absent not in _cats(text), _cats(text)
-
-
 def test_msswift_ignored_arguments_are_a_warning() -> None:
     """With ignore_args_error ms-swift only logs the leftover flags and runs on: a warning, not the error."""
     found = diagnose_text("[WARNING:swift] remaining_argv: ['--use_vllm_server', 'true']\n").findings
@@ -770,12 +661,6 @@ FIRST_R9 = [
 ]
 
 
-@pytest.mark.parametrize("text,expected", FIRST_R9, ids=[f"{i}-{e}" for i, (_, e) in enumerate(FIRST_R9)])
-def test_round9_first_finding(text: str, expected: str) -> None:
-    found = _cats(text)
-    assert found and found[0] == expected, found
-
-
 HEALTHY_R9 = [
     "[2023-12-11 16:39:34,450] [INFO] [fused_optimizer.py:345:_update_scale] Reducing dynamic loss scale from 65536 to 32768.0\n",
     "[INFO] [logging.py:96:log_dist] [Rank 0] Overflow detected. Skipping step. Attempted loss scale: 65536, reducing to 32768.0\n",
@@ -784,11 +669,6 @@ HEALTHY_R9 = [
     "[INFO] [unfused_optimizer.py:282:_update_scale] Reducing dynamic loss scale from 16 to 1.0\n",
     "# min_loss_scale: the loss scale never goes below it; at the minimum DeepSpeed raises unless told not to\n",
 ]
-
-
-@pytest.mark.parametrize("text", HEALTHY_R9, ids=[f"{i}" for i in range(len(HEALTHY_R9))])
-def test_round9_healthy_wordings(text: str) -> None:
-    assert not _errors(text), _cats(text)
 
 
 # Wording classes of round 9, each on wordings other than the cases' own and with near misses that must not fire:
@@ -809,11 +689,6 @@ TOP3_R9 = [
 ]
 
 
-@pytest.mark.parametrize("text,expected", TOP3_R9, ids=[f"{i}-{e}" for i, (_, e) in enumerate(TOP3_R9)])
-def test_round9_in_top3(text: str, expected: str) -> None:
-    assert expected in _cats(text)[:3], _cats(text)
-
-
 HEALTHY_R9_WORDS = [
     ("# in this game the reward is +1 for a win and -1 for a loss\n", "reward_hacking"),
     ("# we want to game-proof the reward function before training\n", "reward_hacking"),
@@ -830,3 +705,43 @@ HEALTHY_R9_WORDS = [
 @pytest.mark.parametrize("text,absent", HEALTHY_R9_WORDS, ids=[f"{i}" for i in range(len(HEALTHY_R9_WORDS))])
 def test_round9_healthy_word_classes(text: str, absent: str) -> None:
     assert absent not in _cats(text), _cats(text)
+
+
+# ----------------------------------------------------------------------------- one test per kind over every round's table
+def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
+    """Each round's rows as pytest params with the round in the id; a healthy row without an
+    ``absent`` category (round 9's) gets None."""
+    out = []
+    for tag, rows in rows_by_round.items():
+        for i, row in enumerate(rows):
+            row = (row, None) if isinstance(row, str) else row
+            out.append(pytest.param(*row, id=f"{tag}-{i}" if healthy else f"{tag}-{i}-{row[1]}"))
+    return out
+
+
+_FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "round5": FIRST_R5,
+                      "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9})
+_TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
+                     "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9})
+_HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
+                        "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9}, healthy=True)
+
+
+@pytest.mark.parametrize("text,expected", _FIRST_ALL)
+def test_first_finding(text: str, expected: str) -> None:
+    found = _cats(text)
+    assert found[:1] == [expected], found
+
+
+@pytest.mark.parametrize("text,expected", _TOP3_ALL)
+def test_in_top3(text: str, expected: str) -> None:
+    found = _cats(text)
+    assert expected in found[:3], found
+
+
+@pytest.mark.parametrize("text,absent", _HEALTHY_ALL)
+def test_healthy_wordings_do_not_fire(text: str, absent: str | None) -> None:
+    found = _cats(text)
+    assert not _errors(text), found
+    if absent is not None:
+        assert absent not in found, found
