@@ -267,7 +267,7 @@ class SignatureScanner:
             t = strip_ansi(t)
             if not t:
                 return
-        full = low_full = t
+        full = t
         if t[0] in _PREFIX_STARTS:
             t = strip_prefix(t)  # runner prefixes (Ray, vLLM, logging, torchrun, kubectl)
             if not t:
@@ -276,10 +276,7 @@ class SignatureScanner:
                 t = full  # nothing came off
         prose = t.startswith("#")
         low = t.lower()
-        if full is not t:
-            low_full = full.lower()
-        else:
-            low_full = low
+        low_full = low if full is t else full.lower()
         if self._votes_left and self._any_hint.search(low_full):
             self._vote(low_full)  # a prefix names the framework too ('(WorkerDict pid=...)': veRL)
         if not prose and (record or t[0] == "{" or ("step:" in t and " - " in t) or "Global step" in t):
