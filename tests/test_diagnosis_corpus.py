@@ -61,9 +61,9 @@ def test_split_is_by_batch() -> None:
         assert c["split"] == ("validation" if c["batch"] >= acc.VALIDATION_BATCH else "development")
         parts.setdefault(c["source"], set()).add(c["split"])
     assert all(len(v) == 1 for v in parts.values()), "one thread's cases belong to one batch"
-    # batches 1 to 10 were read while the rules were written: never validation again
-    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 10)
-    assert acc.VALIDATION_BATCH >= 11
+    # batches 1 to 11 were read while the rules were written: never validation again
+    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 11)
+    assert acc.VALIDATION_BATCH >= 12
 
 
 @lru_cache(maxsize=None)
@@ -90,6 +90,19 @@ DEVELOPMENT_MISSES: dict[str, str] = {
         "a multi-step rollout past max_model_len returning 'go': the truncation is in the workflow code's handling, not in a wording a general rule reads"),
     "verl-224-rollout-workers-11g-host-ram-96g": (
         "host RAM shown only as a process table and '96g memory' beside the GPUs' 80g; the table's rollout frame reads as the engine phase"),
+    # batch 11 (joined development at round 10 after its blind 9/15 = 60%): not read yet
+    "deepresearch-96-websailor-malformed-tool-call-hallucinated-user-rewarded": (
+        "a reward shortcut through malformed tool calls and a hallucinated user turn, described in prose; no wording read yet"),
+    "llamafactory-1164-ppo-trl071-unexpected-response-masks": (
+        "a TRL 'unexpected keyword' (response_masks) after a version change, described in prose; not read yet"),
+    "oatzero-2-countdown-retries-exceed-length-budget-format-issue": (
+        "retries running past the length budget so the answer is cut, described in prose; not read yet"),
+    "opadpo-10-dpo-loss-zero-acc-one-off-policy-pairs": (
+        "a DPO loss at 0 with reward accuracy 1 on off-policy pairs, described in prose; not read yet"),
+    "simplerl-58-qwen25-math-4096-context-response-8192": (
+        "a context window smaller than the response budget, read first as a batch-size error; not read yet"),
+    "skyrl-362-megatron-memory-grows-oom-at-wakeup": (
+        "memory growing to an OOM at the engine's wake-up, read first as a batch-size error; not read yet"),
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one
@@ -112,16 +125,16 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = (9, 15)
-"""The validation batch (``VALIDATION_BATCH``, now 11) as first measured, blind, at its rule freeze:
+MEASURED_VALIDATION: tuple[int, int] | None = None
+"""The validation batch (``VALIDATION_BATCH``, now 12) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
-measured; whoever measures it records the figure
+measured (the validation tests skip until batch 12 is measured); whoever measures it records the figure
 here and in tests/cases/diagnosis/README.md (the history: batch 1's hash-split part 25/33 = 76%, batch 2
 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%, batch 5 19/29 = 66%; batches 6 and 7, measured
 together at the session-5 round-5 freeze: 12/24 and 12/24, 24/48 = 50%; batch 8 at the round-6 freeze:
 4/15 = 27%; batch 9, 14 GitHub threads and 3 web pages, at the session-6 round-7 freeze: 14/17 = 82%;
 batch 10 at the round-8 freeze: 13/17 = 76%, batches 9 and 10 together 27/34 = 79%; both joined
-development at round 9; batch 11 at the round-9 freeze: 9/15 = 60%)."""
+development at round 9; batch 11 at the round-9 freeze: 9/15 = 60%, joined development at round 10)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -150,12 +163,6 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 9/15 = 60% on the blind batch 11 at the session-6 round-9 rule freeze (goal >= 90%): four prose "
-    "descriptions no wording reads (a reward shortcut through malformed tool calls, a TRL 'unexpected keyword' "
-    "after a version change, retries running past the length budget, a DPO loss at 0 with accuracy 1), a context "
-    "window smaller than the response budget read first as a batch-size error, and memory growing to an OOM at "
-    "the engine's wake-up read as a batch-size error. Batch 11 is not tuned on while it is the validation part"))
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
