@@ -21,8 +21,9 @@ Split by SOURCE, fixed before anything was measured (round 10):
              measured once before and once after the rule change, misses not read for rules.
 
 Run (from the repository root):
-    PYTHONPATH=$PWD /work/main/.venv/bin/python benchmarks/troubleshooting_wordings.py [--misses]
-``--misses`` prints the decide part's misses only (the held-out part's are never printed).
+    PYTHONPATH=$PWD /work/main/.venv/bin/python benchmarks/troubleshooting_wordings.py [--misses] [--held-out]
+Without ``--held-out`` only the decide part is scored (rule work); ``--misses`` prints the decide part's misses only
+(the held-out part's are never printed).
 """
 
 from __future__ import annotations
@@ -78,8 +79,10 @@ def measure(rows: list[dict] | None = None) -> dict[tuple[str, str], list[int]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--misses", action="store_true", help="print the decide part's misses (never the held-out part's)")
+    ap.add_argument("--held-out", action="store_true",
+                    help="also score the held-out part (once per rule freeze; without it only the decide part is scored)")
     args = ap.parse_args()
-    rows = load()
+    rows = [r for r in load() if args.held_out or r["part"] == "decide"]
     if args.misses:
         for r in rows:
             if r["part"] != "decide":
@@ -93,7 +96,7 @@ def main() -> int:
         per_source[r["source"]][0] += judge(r)[0]
         per_source[r["source"]][1] += 1
     print(f"{'part':10s} {'rows':8s} {'recall':>12s}")
-    for part in ("decide", "held-out"):
+    for part in ("decide", "held-out") if args.held_out else ("decide",):
         for kind in ("symptom", "healthy", "ALL"):
             ok, n = table.get((part, kind), [0, 0])
             print(f"{part:10s} {kind:8s} {ok:4d}/{n:<4d} {100 * ok / max(n, 1):5.1f}%")

@@ -707,6 +707,61 @@ def test_round9_healthy_word_classes(text: str, absent: str) -> None:
     assert absent not in _cats(text), _cats(text)
 
 
+# Round 10: wording classes written from the frameworks' own troubleshooting / FAQ / metric docs (the decide part of
+# benchmarks/troubleshooting_wordings.py: veRL, TRL, NeMo-RL, OpenRLHF, ms-swift), each tested here on wordings that are
+# not the docs' sentences, and on near misses that share the words. Ray's raylet-registration failure is a log string.
+FIRST_R10 = [
+    ("[2025-09-20 11:50:22,050 E 31652 31652] core_worker.cc:179: Failed to register worker 01000000ffffffff to Raylet. "
+     "IOError: [RayletClient] Unable to register worker with raylet. No such file or directory\n", "ray_actor_death"),
+    ("(raylet) IOError: [RayletClient] Unable to register worker with raylet. Failed to read data from the socket: End of file\n",
+     "ray_actor_death"),
+]
+
+
+TOP3_R10 = [
+    ("# actor grad norm keeps increasing over the whole run, no single spike\n", "rollout_train_logprob_mismatch"),
+    ("# actor grad norm keeps increasing over the whole run, no single spike\n", "grad_norm_spike"),
+    ("# the gradient norm steadily rises from 0.3 to 4 over 500 steps\n", "rollout_train_logprob_mismatch"),
+    ("# we hit a gradient explosion around step 120 with lr 5e-6\n", "grad_norm_spike"),
+    ("# sudden jump in the grad_norm right after the data mix changed\n", "grad_norm_spike"),
+    ("# there is a big discrepancy between the training and the vLLM rollout engine on long prompts\n",
+     "rollout_train_logprob_mismatch"),
+    ("# train-inference mismatch grows after we enabled fp8 rollout\n", "rollout_train_logprob_mismatch"),
+    ("# logprob error spikes whenever a MoE expert flips\n", "rollout_train_logprob_mismatch"),
+    ("# rollout_probs_diff_mean is above 0.02 on our A100 nodes\n", "rollout_train_logprob_mismatch"),
+    ("# the importance ratio drifts away from 1 even with a single PPO epoch\n", "rollout_train_logprob_mismatch"),
+    ("# the PPO ratio is way too high, around 50 on some tokens\n", "kl_explosion"),
+    ("# approxkl is very high after the first epoch\n", "kl_explosion"),
+    ("# it gets high reward but the text is not coherent language at all\n", "reward_hacking"),
+    ("# the policy outputs only emojis and gets higher scores every step\n", "reward_hacking"),
+    ("# we were truncating way too much with max_response_length=512\n", "response_truncation"),
+    ("# the model frequently produces completions that get cut off at 1024 tokens\n", "response_truncation"),
+    ("# GRPO produces excessively long completions on the wrong answers\n", "response_length_explosion"),
+    ("# critic loss spikes at every epoch boundary\n", "critic_divergence"),
+    ("# the sampling settings caused the KL to go negative\n", "metric_artifact_check_first"),
+    ("# multi-node training is much slower than on one node\n", "low_throughput"),
+    ("# we got repetitive completions after 300 steps\n", "degenerate_repetition"),
+]
+
+
+HEALTHY_R10 = [
+    ("# gradient clipping at 1.0 is there to avoid gradient explosion\n", "grad_norm_spike"),
+    ("# grad_norm rose from 0.1 to 0.3 during warmup and then stayed flat\n", "rollout_train_logprob_mismatch"),
+    ("# val/ratio should float around 1.0; clip_ratio is the fraction of clipped tokens\n", "kl_explosion"),
+    ("# the clip ratio is too high at 0.3, should we lower epsilon?\n", "kl_explosion"),
+    ("# the updates are small, nothing drastic happens between epochs\n", "kl_explosion"),
+    ("# monitor the gap between the training loss and the eval loss\n", "rollout_train_logprob_mismatch"),
+    ("# rollout_probs_diff_mean should stay below 0.005\n", "rollout_train_logprob_mismatch"),
+    ("# the reward model gives high rewards to fluent, natural language answers\n", "reward_hacking"),
+    ("# we penalise excessive emojis so they do not get high rewards\n", "reward_hacking"),
+    ("# multi-node training is faster than a single node with HSDP\n", "low_throughput"),
+    ("# the value loss at step 0 is large, as expected\n", "critic_divergence"),
+    ("# Ray registered 8 workers with the raylet\n", "ray_actor_death"),
+    ("# a large batch makes memory usage spike, potentially leading to OOM errors\n", "oom_gpu"),
+    ("# longer responses are expected once the model learns to reason\n", "response_length_explosion"),
+]
+
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -720,11 +775,12 @@ def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
 
 
 _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "round5": FIRST_R5,
-                      "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9})
+                      "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
-                     "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9})
+                     "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
-                        "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9}, healthy=True)
+                        "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
+                        "round10": HEALTHY_R10}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)
