@@ -272,6 +272,29 @@ def test_weight_sync_follows_the_transport_and_the_interconnect() -> None:
     assert err.value.problems[0].field == "sync_transport"
 
 
+def test_colocated_reshard_gathers_the_full_tensors_each_rank_does_not_hold() -> None:
+    """A colocated trainer hands the engine full tensors (veRL FSDP ``full_tensor()``, veRL Megatron
+    ``per_tensor_generator``, NeMo-RL's Megatron-Bridge export): each rank receives every weight byte
+    it does not hold, whatever the engine's TP, over the link of the ranks that hold the pieces."""
+    from advisor.placement.timemodel import arch_for, reshard_gather
+    from advisor.resolve import resolve
+
+    def gather(**kw: Any) -> tuple[float, int]:
+        plan = make(**kw)
+        rp = resolve(plan)
+        return reshard_gather(rp, arch_for(rp.spec("policy")), 8)
+
+    w = arch_for(resolve(make()).spec("policy")).weight_bytes
+    fsdp, span = gather(memory=MemoryKnobs(train_backend="fsdp"))
+    assert span == 8 and fsdp == pytest.approx(2 * w * 7 / 8)  # fp32 shards over the whole pool
+    assert gather(memory=MemoryKnobs(train_backend="fsdp"), rollout=Rollout(tp=4))[0] == fsdp  # not W / rollout TP
+    mega, span = gather(memory=MEGATRON, policy=RoleModel(model="Qwen2.5-7B", parallel=Parallelism(tp=2, pp=2)))
+    assert span == 4 and mega == pytest.approx(w * 3 / 4)
+    assert gather(memory=MemoryKnobs(train_backend="deepspeed", zero_stage=2)) == (0.0, 1)  # replicated weights
+    ipc = _sync(predict_step(_colocated()))
+    assert "every rank gathers the full tensors" in ipc.detail
+
+
 def test_more_rollout_gpus_decode_faster() -> None:
     few = predict_step(make(rollout=Rollout(tp=1), placement=split(6, 2, "one_step_off")))
     many = predict_step(make(rollout=Rollout(tp=1), placement=split(2, 6, "one_step_off")))

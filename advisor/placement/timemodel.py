@@ -518,14 +518,50 @@ def default_transport(plan: Plan) -> str:
     return "cuda_ipc" if pp is not None and rp is not None and pp.name == rp.name else "nccl_broadcast"
 
 
-def weight_sync_time(plan: Plan, pol: Arch, dev: Device, policy_pool: Pool, rollout_pool: Pool,
+def reshard_gather(plan: Plan | ResolvedPlan, pol: Arch, pool_gpus: int) -> tuple[float, int]:
+    """Bytes each training GPU receives when a colocated trainer hands its weights to the engine
+    on the same GPU, and the number of ranks those gathers span.
+
+    The frameworks materialise every FULL tensor on every training rank and let the engine keep
+    its TP shard: veRL FSDP calls ``DTensor.full_tensor()`` per parameter of the state dict
+    (verl/workers/fsdp_workers.py, the per-tensor generator handed to ``rollout.update_weights``),
+    veRL Megatron broadcasts each tensor across the PP group and all-gathers it across TP and EP
+    (verl/utils/megatron_utils.py ``per_tensor_generator``), NeMo-RL's refit streams Megatron-Bridge
+    ``export_hf_weights`` (PP broadcast + TP/EP gathers to full HF tensors,
+    nemo_rl/models/policy/workers/megatron_policy_worker.py), and ZeRO-3 gathers each parameter.
+    So a rank receives all the weight bytes it does not hold itself (not just the engine's
+    ``W / rollout TP``): FSDP gathers its fp32 shards inside the shard group, Megatron holds
+    ``1/(TP x PP)`` of the dense weights and ``1/(ETP x EP x PP)`` of the experts, ZeRO-3
+    ``1/ranks``; replicated weights (ZeRO-0/1/2, DDP) move nothing."""
+    rp = resolve(plan)
+    info = rp.role_info[Role.POLICY]
+    par = info.parallel
+    mk = rp.plan.memory
+    backend = mk.train_backend
+    experts = pol.expert_params * pol.experts * pol.moe_layers * pol.bytes_per_param
+    dense = pol.weight_bytes - experts
+    if backend in ("fsdp", "fsdp2"):
+        span = min(par.fsdp_size, pool_gpus) if par.fsdp_size > 0 else pool_gpus
+        # veRL FSDP keeps fp32 parameters (the same rule as its fp32 gradients in predict_step)
+        return pol.params * 4.0 * (span - 1) / span, span
+    if backend == "megatron":
+        etp = expert_tensor_parallel(rp.plan, par)
+        span = min(pool_gpus, par.tp * par.cp * par.pp * max(par.ep, 1))
+        held = dense / (par.tp * par.pp) + experts / (etp * max(par.ep, 1) * par.pp)
+        return max(pol.weight_bytes - held, 0.0), max(span, 1)
+    if backend == "deepspeed" and mk.zero_stage == 3:
+        return pol.weight_bytes * (pool_gpus - 1) / pool_gpus, pool_gpus
+    return 0.0, 1
+
+
+def weight_sync_time(plan: Plan | ResolvedPlan, pol: Arch, dev: Device, policy_pool: Pool, rollout_pool: Pool,
                      transport: str, f: dict[str, float]) -> tuple[float, float, str]:
     """Seconds to move the policy weights into the rollout engines (time, physical limit, detail).
 
-    - ``cuda_ipc`` (colocated): every GPU gathers the rollout-TP shard it serves from the
-      training shards over the training group's link (NVLink in a node, the NIC share across
-      nodes), then hands it to the engine by IPC handle; with sleep level 1 the engine's
-      weights come back over the host link first.
+    - ``cuda_ipc`` (colocated): every training rank gathers each full tensor from the training
+      shards (``reshard_gather``) over the group's link (NVLink in a node, the NIC share across
+      nodes), then hands it to the engine on its GPU by IPC handle, which keeps its TP shard;
+      with sleep level 1 the engine's weights come back over the host link first.
     - ``nccl_broadcast``: each full tensor crosses from the trainer to every rollout rank, one
       collective per tensor. A broadcast pipelines through the receivers, so the bytes cost is
       ``W / link`` on the slowest hop (NVLink when both pools share a node, else the node NIC)
@@ -538,16 +574,17 @@ def weight_sync_time(plan: Plan, pol: Arch, dev: Device, policy_pool: Pool, roll
     if transport not in TRANSPORTS:
         raise AdvisorError(f"unknown weight-sync transport {transport!r}", field="sync_transport",
                            value=transport, allowed=", ".join(TRANSPORTS))
+    rp = resolve(plan)
+    plan = rp.plan
     tp_r = plan.rollout.tp
     if transport == "cuda_ipc":
-        bw = dev.dp_link(policy_pool.gpus)
-        moved = pol.weight_bytes / tp_r
-        link_s = moved / bw
+        moved, span = reshard_gather(rp, pol, policy_pool.gpus)
+        link_s = moved / dev.dp_link(span)
         if plan.rollout.sleep_level == 1:
             link_s += pol.weight_bytes / tp_r / dev.host_bw
         per_tensor = f["sync_per_tensor_ms"] * 1e-3 * pol.tensors
         return link_s / f["sync_link_efficiency"] + per_tensor, link_s, \
-            f"CUDA IPC: reshard {moved / GIB:.1f} GiB per GPU in place"
+            f"CUDA IPC: every rank gathers the full tensors, {moved / GIB:.1f} GiB per GPU over {span} ranks"
     same_node = policy_pool.gpus + rollout_pool.gpus <= dev.gpus_per_node and plan.hardware.nodes == 1
     bw = dev.link_bw if same_node else dev.node_nic_bw
     if transport == "checkpoint_engine":
@@ -750,10 +787,10 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
     if rollout_pool is not None and not (plan.framework.value == "trl" and plan.rollout.engine == "hf"):
         policy_pool = pool_or_fail("policy")
         transport = sync_transport or default_transport(rp)
-        secs, link_s, detail = weight_sync_time(plan, pol, dev, policy_pool, rollout_pool, transport, f)
+        secs, link_s, detail = weight_sync_time(rp, pol, dev, policy_pool, rollout_pool, transport, f)
         if transport != "cuda_ipc":
             other = "checkpoint_engine" if transport == "nccl_broadcast" else "nccl_broadcast"
-            alt, _, _ = weight_sync_time(plan, pol, dev, policy_pool, rollout_pool, other, f)
+            alt, _, _ = weight_sync_time(rp, pol, dev, policy_pool, rollout_pool, other, f)
             detail += f"; {other.replace('_', ' ')} would take {alt:.2f} s"
         phases.append(_Phase("weight_sync", rollout_pool.name, rollout_pool.gpus, secs, link_s, "interconnect",
                              f["ckpt_link_efficiency" if transport == "checkpoint_engine" else "sync_link_efficiency"],
