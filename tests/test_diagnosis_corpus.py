@@ -90,23 +90,10 @@ DEVELOPMENT_MISSES: dict[str, str] = {
         "a multi-step rollout past max_model_len returning 'go': the truncation is in the workflow code's handling, not in a wording a general rule reads"),
     "verl-224-rollout-workers-11g-host-ram-96g": (
         "host RAM shown only as a process table and '96g memory' beside the GPUs' 80g; the table's rollout frame reads as the engine phase"),
-    # batch 11 (joined development at round 10 after its blind 9/15 = 60%): not read yet
-    "deepresearch-96-websailor-malformed-tool-call-hallucinated-user-rewarded": (
-        "a reward shortcut through malformed tool calls and a hallucinated user turn, described in prose; no wording read yet"),
-    "llamafactory-1164-ppo-trl071-unexpected-response-masks": (
-        "a TRL 'unexpected keyword' (response_masks) after a version change, described in prose; not read yet"),
-    "oatzero-2-countdown-retries-exceed-length-budget-format-issue": (
-        "retries running past the length budget so the answer is cut, described in prose; not read yet"),
-    "opadpo-10-dpo-loss-zero-acc-one-off-policy-pairs": (
-        "a DPO loss at 0 with reward accuracy 1 on off-policy pairs, described in prose; not read yet"),
-    "simplerl-58-qwen25-math-4096-context-response-8192": (
-        "a context window smaller than the response budget, read first as a batch-size error; not read yet"),
-    "skyrl-362-megatron-memory-grows-oom-at-wakeup": (
-        "memory growing to an OOM at the engine's wake-up, read first as a batch-size error; not read yet"),
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one
-fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too). Round 7: batch 8's ten documented misses, each caught by a framework string or a wording class tested on other wordings (tests/test_diagnosis_wording_classes.py, round 7)."""
+fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too). Round 7: batch 8's ten documented misses, each caught by a framework string or a wording class tested on other wordings (tests/test_diagnosis_wording_classes.py, round 7). Round 10: batch 11's six misses, each caught by a general rule (round 10's tables there), none left."""
 
 
 @pytest.mark.parametrize("case_id", [c["id"] for c in CASES if c["split"] == "development"])

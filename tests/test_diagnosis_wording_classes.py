@@ -7,7 +7,7 @@ Ray worker deaths; a reward function that never scores; identical group rewards 
 gradient; every response clipped; rising entropy; DeepSpeed's batch assertions
 (deepspeed/runtime/config.py); an OOM while ZeRO-3 gathers the weights to generate; and OOM words
 that do not report an OOM (an avoided OOM, profiler set-up, framework config messages). Later rounds
-(5-9) add their tables below. Every round's table of first findings, of top-3 categories and of healthy
+(5-10) add their tables below. Every round's table of first findings, of top-3 categories and of healthy
 texts is run by one test per kind at the end of the module, with the round in each case's id.
 """
 
@@ -759,6 +759,87 @@ HEALTHY_R10 = [
     ("# Ray registered 8 workers with the raylet\n", "ray_actor_death"),
     ("# a large batch makes memory usage spike, potentially leading to OOM errors\n", "oom_gpu"),
     ("# longer responses are expected once the model learns to reason\n", "response_length_explosion"),
+# ---------------------------------------------------------------- round 10b (batch 11's misses read)
+# A batch requirement stated in words is read only in a text that reports a failure (an exception, a traceback, an
+# error / failure word): the frameworks' documentation states the same requirement when nothing failed. An exception
+# inside a sentence of prose is read to its first sentence end (a command line pasted after it names batch keys);
+# one that starts the line, as a traceback ends, is read whole (multi-sentence framework messages).
+FIRST_R10B = [
+    ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+     "ValueError: ppo_mini_batch_size should be a multiple of ppo_micro_batch_size_per_gpu\n", "batch_size_misconfig"),
+    ("# my run crashed at start-up: train_batch_size must be divisible by the number of GPUs (6)\n", "batch_size_misconfig"),
+    ("# 报错：generation_batch_size must be divisible by num_generations\n", "batch_size_misconfig"),
+    ("ValueError: num_update_steps_per_epoch must be positive, got 0. Check that your dataset is not smaller than "
+     "train_batch_size.\n", "batch_size_misconfig"),
+]
+# an exception quoted inside prose, the user's command line after its sentence: the batch keys are not its subject
+PROSE_EXCEPTION_THEN_COMMAND = [
+    "# I hit this: AssertionError: max_position_embeddings (4096) should be greater than max_model_len (8192). My command: "
+    "python train.py --train_batch_size 512 --ppo_mini_batch_size 64\n",
+    "# got AssertionError: the model's max_position_embeddings should be greater than prompt_length + response_length. "
+    "Script: bash run.sh --train_batch_size 1024 --rollout_n 8\n",
+    "# I hit this: ValueError: max_model_len is larger than the model's context window and this is not supported. My "
+    "command: python train.py --train_batch_size 512\n",
+]
+
+
+@pytest.mark.parametrize("text", PROSE_EXCEPTION_THEN_COMMAND, ids=range(len(PROSE_EXCEPTION_THEN_COMMAND)))
+def test_batch_keys_after_an_exceptions_sentence_are_not_its_subject(text: str) -> None:
+    assert "batch_size_misconfig" not in _cats(text), _cats(text)
+
+# Wording classes of round 10, each on wordings other than the cases' own, with near misses below:
+# Python's "unexpected keyword argument" with the straight quote glued to the word (config_key_error warning); the
+# answers failing the format check rising (response_truncation: the same symptom as a format reward falling to 0);
+# a preference run's loss falling to almost 0 / its accuracy reaching 1.0 (dpo_overoptimization_high_lr).
+TOP3_R10B = [
+    ("# TypeError: forward() got an unexpected keyword argument'labels'\n", "config_key_error"),
+    ("# 报错 trainer.compute_loss()got an unexpected keyword argument'num_items_in_batch'\n", "config_key_error"),
+    ("# In my GRPO run the responses with format errors keep increasing after step 200\n", "response_truncation"),
+    ("# More and more completions have format issues as training goes on\n", "response_truncation"),
+    ("# The fraction of outputs with format violations rises steadily during RL\n", "response_truncation"),
+    ("# DPO training: rewards accuracy reaches 100% within 50 steps\n", "dpo_overoptimization_high_lr"),
+    ("# ORPO run: the preference accuracy is 1.0 after 20 steps\n", "dpo_overoptimization_high_lr"),
+    ("# With SimPO the loss drops to nearly zero after one epoch\n", "dpo_overoptimization_high_lr"),
+    ("# preference tuning: the loss rapidly converges to 0 while the outputs do not change\n",
+     "dpo_overoptimization_high_lr"),
+    # an outcome-only reward paying a broken path (a malformed tool call still rewarded: the shortcut category)
+    ("# the model emits malformed tool calls but still gets rewarded because the final answer is correct\n",
+     "reward_hacking_shortcut"),
+    ("# invalid function calls were followed by an answer that happened to be right, and the policy learned that "
+     "pattern\n", "reward_hacking_shortcut"),
+    ("# 工具调用格式错误但答案碰巧正确，仍然拿到奖励，模型学会了这种模式\n", "reward_hacking_shortcut"),
+    # a memory growth the writer observed: its hedged consequence is this run's OOM (phase from its words)
+    ("# GPU memory keeps growing after every step, which may lead to OOM in the update\n", "oom_gpu"),
+    ("# there is an increase in GPU memory after each save that could cause OOM when waking up the vLLM engine\n",
+     "oom_rollout_wakeup"),
+]
+HEALTHY_R10B = [
+    # documentation of a batch requirement, as the frameworks' help texts and docstrings state it: no error finding
+    # (the retrieval fallback may still name a similar batch case as a warning)
+    "# Number of generations per prompt. The effective batch size (num_processes * per_device_train_batch_size * "
+    "gradient_accumulation_steps) must be evenly divisible by this value.\n",
+    "The global batch size must be divisible by the number of generations.\n",
+    "# ppo_mini_batch_size should be a multiple of ppo_micro_batch_size_per_gpu\n",
+    "Mini-batch size for PPO updates; must be >= micro_batch_size. Raises ValueError if it is not.\n",
+    "# the micro batch should not be larger than the mini batch; an error is raised if it is\n",
+    ("# format errors decrease as training goes on\n", "response_truncation"),
+    ("# I fixed the format issue in the prompt template\n", "response_truncation"),
+    ("# format errors increase the penalty applied by the reward\n", "response_truncation"),
+    ("# DPO loss decreases from 0.69 to 0.45 and accuracy reaches 0.72\n", "dpo_overoptimization_high_lr"),
+    ("# DPO loss drops to 0.3 after one epoch\n", "dpo_overoptimization_high_lr"),
+    ("# PPO training: the value loss quickly goes to 0\n", "dpo_overoptimization_high_lr"),
+    ("# DPO accuracy is 0.1 at the start\n", "dpo_overoptimization_high_lr"),
+    ("# unexpected keyword arguments are ignored by the collator\n", "config_key_error"),
+    ("# malformed tool calls get a reward of 0\n", "reward_hacking_shortcut"),
+    ("# invalid tool calls are penalised with -1\n", "reward_hacking_shortcut"),
+    ("# 格式错误的工具调用得到 0 分\n", "reward_hacking_shortcut"),
+    ("# the answer happens to be correct in 30% of cases\n", "reward_hacking_shortcut"),
+    ("# malformed tool calls still get a reward of 0 in our setup\n", "reward_hacking_shortcut"),
+    # a hedged OOM without an observed growth, or a growth that is reduced or expected, stays no OOM
+    "Setting this flag may cause OOM with long sequences.\n",
+    "# enable_sleep_mode reduces the increase in memory that can cause OOM when waking up\n",
+    "# memory usage is expected to increase with longer sequences and can cause OOM\n",
+    "Avoids the growth of memory that could cause OOM on small GPUs.\n",
 ]
 
 
@@ -775,12 +856,14 @@ def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
 
 
 _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "round5": FIRST_R5,
-                      "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10})
+                      "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10,
+                      "round10b": FIRST_R10B})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
-                     "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10})
+                     "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
+                     "round10b": TOP3_R10B})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
-                        "round10": HEALTHY_R10}, healthy=True)
+                        "round10": HEALTHY_R10, "round10b": HEALTHY_R10B}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

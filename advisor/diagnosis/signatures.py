@@ -205,6 +205,8 @@ class SignatureScanner:
         self._prose_oom = [re.compile(p) for p in oom["prose_patterns"]]
         self._host_words = re.compile(oom["host_words"])
         self._prose_exclude = re.compile(oom["prose_exclude"])
+        self._observed_growth = re.compile(oom.get("observed_growth") or r"(?!)")
+        self._hedge_verbs = re.compile(oom.get("hedge_verbs") or r"(?!)")
         self._gpu_words = re.compile(oom.get("gpu_words") or r"(?!)")
         self._host_leak = re.compile(oom.get("host_leak_words") or r"(?!)")
         self._config_echo = re.compile(load_table("diagnosis_signatures.yaml").get("config_echo") or r"(?!)")
@@ -347,12 +349,22 @@ class SignatureScanner:
                     if phase is not None and not self.oom_frames and self.phase_lines <= 1:
                         self.oom_frames = [(n, text) for n, text, ph in self._ring if phase in ph][-3:]
         elif ("oom" in low or "out of memory" in low) and any(p.search(t) for p in self._prose_oom) \
-                and not self._prose_exclude.search(t):
+                and not self._prose_oom_excluded(t):
             host = self._host_words.search(t) is not None and self._gpu_words.search(t) is None
             target = self.host_oom_prose if host else self.gpu_oom_prose
             if len(target) < MAX_LINES_KEPT:
                 target.append((line_no, t[:300]))
         self._ring.append((line_no, t[:300], phases))
+
+    def _prose_oom_excluded(self, t: str) -> bool:
+        """A prose OOM that is not a report (hedged, negated, avoided, conditional). On a line that reports an
+        observed memory growth, its hedged consequence ("... that can cause OOM") is this run's OOM: the hedge
+        verbs are read as "causes" and the other exclusions still apply."""
+        if not self._prose_exclude.search(t):
+            return False
+        if self._observed_growth.search(t):
+            return self._prose_exclude.search(self._hedge_verbs.sub("causes", t)) is not None
+        return True
 
     def _any_required(self) -> re.Pattern[str]:
         """The requires_file patterns still unmet in one regex, searched on the lower-cased line (so they need
