@@ -16,7 +16,7 @@ get at least one error-level finding (the similar-known-cases fallback never giv
   accelerate's dataclasses, diagnosed as a description (``# text``) and as a plain line. None of them is
   a failure report: every error finding is a false alarm.
 
-Packages are found with importlib in the running interpreter; a package missing there is skipped and
+Packages are found with importlib on the running interpreter's sys.path; a package missing there is skipped and
 named. The project keeps veRL in its own environment beside the shared one (``.venv-verl``); its
 site-packages is read too when present (``--extra-site`` names another).
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
+import importlib.machinery
 import json
 import os
 import sys
@@ -53,8 +53,9 @@ VERL_VENV_SITE = Path(sys.prefix).parent / ".venv-verl" / "lib" / f"python{sys.v
 
 
 def package_dir(name: str) -> Path | None:
-    """The installed package's folder, found by importlib without importing it."""
-    spec = importlib.util.find_spec(name)
+    """The installed package's folder, found by importlib on sys.path without importing it (PathFinder, not
+    importlib.util.find_spec: a module already in sys.modules, e.g. a test's stand-in, has no usable spec)."""
+    spec = importlib.machinery.PathFinder.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(next(iter(spec.submodule_search_locations)))

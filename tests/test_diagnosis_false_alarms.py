@@ -8,7 +8,6 @@ dataclasses; 16 texts); the whole sweep, with the frameworks' info/warning strin
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -27,7 +26,7 @@ BATCH_ONLY = [("transformers", "training_args.py"), ("verl", "workers/config/cri
 def _files(table: list[tuple[str, str]]) -> list[Path]:
     files = []
     for pkg, sub in table:
-        d = fa.package_dir(pkg) if importlib.util.find_spec(pkg) else None
+        d = fa.package_dir(pkg)
         if d is not None and (d / sub).exists():
             files.append(d / sub)
     if len(files) < len(table) // 2 + 1:
