@@ -759,6 +759,9 @@ HEALTHY_R10 = [
     ("# Ray registered 8 workers with the raylet\n", "ray_actor_death"),
     ("# a large batch makes memory usage spike, potentially leading to OOM errors\n", "oom_gpu"),
     ("# longer responses are expected once the model learns to reason\n", "response_length_explosion"),
+]
+
+
 # ---------------------------------------------------------------- round 10b (batch 11's misses read)
 # A batch requirement stated in words is read only in a text that reports a failure (an exception, a traceback, an
 # error / failure word): the frameworks' documentation states the same requirement when nothing failed. An exception
