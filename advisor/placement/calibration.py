@@ -4,20 +4,27 @@ The published fit (advisor/data/time_model.yaml) is one set of factors for every
 first run on a user's own cluster is better evidence about that cluster. This module reads the
 per-phase timers and memory peaks a framework logs (the ``calibration:`` table of
 time_model.yaml names them, with the framework source of each), predicts the same phases for the
-run's Plan, and moves the factors towards the measurement - only as far as the run is evidence:
+run's Plan, and fits the factors to the measurement:
 
-- a maximum a posteriori fit in log space. Each factor's prior is its published value, with its
-  published range (for data-centre GPUs) read as a 95% interval; on a CPU the ranges do not
-  apply and are widened tenfold (``off_gpu_prior_widening``). Each timer group's log error weighs 1/model_error_log^2: the
-  model's own error between two settings on one cluster (what no calibration can transfer).
-  A timer moves the factors it informs in proportion to their sensitivity and prior width, so a
+- a maximum a posteriori fit in log space (scipy.optimize.least_squares, trust-region reflective
+  with bounds). Each factor's prior is its published value, with its published range (for
+  data-centre GPUs) read as a 95% interval; on a CPU the ranges do not apply and are widened
+  tenfold (``off_gpu_prior_widening``). Each timer's log error weighs 1/model_error_log^2: the
+  model's own error between two settings on one cluster (what no calibration can transfer). A
+  timer moves the factors it informs in proportion to their sensitivity and prior width, so a
   generation timer that three factors explain about equally moves each a little instead of
-  pushing one far out (which the next setting, with other sensitivities, would pay in full),
-  and a factor that a timer barely sees stays at its published value. A timer that measures
-  nothing the model predicts is skipped, never forced;
+  pushing one far out (which the next setting, with other sensitivities, would pay in full), and
+  a factor that a timer barely sees stays at its published value. A timer that measures nothing
+  the model predicts is skipped, never forced. Factors stay inside their physical bounds; with
+  ``ranges_as_hard_bounds`` they also stay inside their published ranges. Two alternatives were
+  measured on held-out pairs (benchmarks/calibration_transfer.py, README "Calibration profiles")
+  and not adopted: the ranges as hard bounds (no better on held-out pairs, and the FSDP2 update
+  check worse), and the run's timers deciding alone inside those bounds (model_error_log -> 0.02:
+  the log-prob phases transfer better, the step and the whole worse - one run is one setting, and
+  a full fit imports that setting's own model error into every other prediction);
 - the whole step then sets ``step_overhead_s`` (what the phases leave unexplained), weighed in
-  seconds against its published range the same way; a run with only a step timer moves the
-  factors of every phase the step contains;
+  seconds against its published range the same way; a run with only a step
+  timer moves the factors of every phase the step contains;
 - the fit is refused when the run has fewer than ``min_steps`` steps with timers after the
   warm-up step, so one noisy step never becomes a profile;
 - memory: veRL's ``perf/max_memory_allocated_gb`` and ``perf/max_memory_reserved_gb`` (the
@@ -133,81 +140,52 @@ def predicted(plan: Plan, factors: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def _prior_sd(plan: Plan, key: str) -> float | None:
-    """Log-scale prior SD of ``key``: its published range read as a 95% interval (4 SD wide).
-    Off data-centre GPUs (a CPU run) the ranges do not apply: they are widened
-    ``off_gpu_prior_widening``-fold, so the run alone sets the factors and the ranges' relative
-    widths only decide which of several factors one timer moves most."""
+def _box(plan: Plan, key: str) -> tuple[float, float]:
+    """Bounds of ``key`` in a fit: its physical bounds and, with the table's
+    ``ranges_as_hard_bounds`` on a data-centre GPU, its published range as well."""
+    plo, phi = _bounds(key)
     lo, hi = factor_ranges().get(key, (0.0, 0.0))
-    if not (lo > 0 and hi > lo):
-        return None
-    sd = math.log(hi / lo) / 4
+    if (not table().get("ranges_as_hard_bounds") or plan.hardware.gpu.strip().lower() == "cpu"
+            or not (lo > 0 and hi > lo)):
+        return plo, phi
+    return max(lo, plo), min(hi, phi)
+
+
+def _prior_sd(plan: Plan, key: str) -> float:
+    """Log-scale prior SD of ``key``: its published range read as a 95% interval (4 SD wide); 1 for
+    a factor with no range. Off data-centre GPUs (a CPU run) the ranges do not apply: they are
+    widened ``off_gpu_prior_widening``-fold, so the run alone sets the factors and the ranges'
+    relative widths only decide which of several factors one timer moves most."""
+    lo, hi = factor_ranges().get(key, (0.0, 0.0))
+    sd = math.log(hi / lo) / 4 if lo > 0 and hi > lo else 1.0
     return sd * float(table()["off_gpu_prior_widening"]) if plan.hardware.gpu.strip().lower() == "cpu" else sd
 
 
-def _solve_linear(a: list[list[float]], b: list[float]) -> list[float]:
-    """x with a x = b (Gaussian elimination with partial pivoting; a is small and positive definite)."""
-    n = len(b)
-    m = [row[:] + [b[i]] for i, row in enumerate(a)]
-    for c in range(n):
-        p = max(range(c, n), key=lambda r: abs(m[r][c]))
-        m[c], m[p] = m[p], m[c]
-        if abs(m[c][c]) < 1e-300:
-            continue
-        for r in range(c + 1, n):
-            k = m[r][c] / m[c][c]
-            for j in range(c, n + 1):
-                m[r][j] -= k * m[c][j]
-    x = [0.0] * n
-    for c in reversed(range(n)):
-        x[c] = (m[c][n] - sum(m[c][j] * x[j] for j in range(c + 1, n))) / m[c][c] if abs(m[c][c]) > 1e-300 else 0.0
-    return x
-
-
 def _map(plan: Plan, f0: dict[str, float], free: list[str], targets: dict[str, float], sigma: float,
-         iters: int = 50) -> dict[str, float]:
-    """Maximum a posteriori log-factors: sum over timers of (log predicted - log measured)^2 / sigma^2
-    plus, per factor, ((log f - log published) / prior SD)^2; Levenberg-Marquardt with a numerical
-    Jacobian, each factor kept inside its physical bounds."""
-    sd = {k: _prior_sd(plan, k) for k in free}
-    th0 = [math.log(f0[k]) for k in free]
-    lo = [math.log(_bounds(k)[0]) for k in free]
-    hi = [math.log(_bounds(k)[1]) for k in free]
-    w = [1.0 / sd[k] if sd[k] else 0.0 for k in free]
+         ) -> dict[str, float]:
+    """Maximum a posteriori log-factors: sum over timers of ((log predicted - log measured) / sigma)^2
+    plus, per factor, ((log f - log published) / prior SD)^2, each factor inside its hard bounds
+    (``_box``); scipy's trust-region reflective solver handles the bounds."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    box = [_box(plan, k) for k in free]
+    lo = np.log([b[0] for b in box])
+    hi = np.log([b[1] for b in box])
+    th0 = np.log([f0[k] for k in free])
+    start = np.clip(th0, lo + 1e-9, hi - 1e-9)
+    sc = np.array([_prior_sd(plan, k) for k in free])
     groups = sorted(targets)
-    n = len(free)
+    logt = np.log([targets[g] for g in groups])
 
-    def resid(th: list[float]) -> list[float]:
+    def resid(th: Any) -> Any:
         p = predicted(plan, {**f0, **{k: math.exp(v) for k, v in zip(free, th)}})
-        return ([(math.log(max(p.get(g, 0.0), 1e-12)) - math.log(targets[g])) / sigma for g in groups]
-                + [w[i] * (th[i] - th0[i]) for i in range(n)])
+        r = (np.log([max(p.get(g, 0.0), 1e-12) for g in groups]) - logt) / sigma
+        return np.concatenate([r, (th - th0) / sc])
 
-    def sq(r: list[float]) -> float:
-        return sum(x * x for x in r)
-
-    th, r = th0[:], resid(th0)
-    lam = 1e-3
-    for _ in range(iters):
-        h = 1e-3
-        cols = [[(a - b) / h for a, b in zip(resid([t + (h if j == i else 0.0) for j, t in enumerate(th)]), r)]
-                for i in range(n)]
-        jtj = [[sum(ci[m] * cj[m] for m in range(len(r))) for cj in cols] for ci in cols]
-        g = [-sum(ci[m] * r[m] for m in range(len(r))) for ci in cols]
-        moved = False
-        while lam < 1e8:  # Levenberg-Marquardt: damp until the step lowers the objective
-            damped = [[v + (lam * max(jtj[i][i], 1e-12) if i == j else 0.0) for j, v in enumerate(row)]
-                      for i, row in enumerate(jtj)]
-            step = _solve_linear(damped, g)
-            cand = [min(max(th[i] + step[i], lo[i]), hi[i]) for i in range(n)]
-            rc = resid(cand)
-            if sq(rc) < sq(r):
-                moved = sq(r) - sq(rc) > 1e-12 * max(sq(r), 1e-30)
-                th, r, lam = cand, rc, max(lam / 10, 1e-9)
-                break
-            lam *= 10
-        if not moved:
-            break
-    return {**f0, **{k: math.exp(v) for k, v in zip(free, th)}}
+    sol = least_squares(resid, start, bounds=(lo, hi), method="trf", diff_step=1e-3, x_scale=sc,
+                        xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=200 * (len(free) + 1))
+    return {**f0, **{k: math.exp(float(v)) for k, v in zip(free, sol.x)}}
 
 
 def fit(plan: Plan, meas: dict[str, tuple[float, int]], base: dict[str, float] | None = None,
@@ -215,6 +193,7 @@ def fit(plan: Plan, meas: dict[str, tuple[float, int]], base: dict[str, float] |
     """Factors that bring ``plan``'s prediction towards ``meas`` (see the module docstring)."""
     tab = table()
     f = dict(base or default_factors())
+    start = dict(f)
     notes: list[str] = []
     sigma = float(tab["model_error_log"])
     groups = [g for g in tab["groups"] if g["name"] in meas and g["factors"]]
@@ -235,28 +214,37 @@ def fit(plan: Plan, meas: dict[str, tuple[float, int]], base: dict[str, float] |
     if free:
         f = _map(plan, f, free, {g: meas[g][0] for g in informs}, sigma)
     if step_group is not None and "step" not in informs:
-        # the whole step: step_overhead_s takes what the fitted phases leave unexplained, weighed
-        # (in seconds) against its published range like every other factor
+        # the whole step: step_overhead_s takes what the fitted phases leave unexplained
         key = step_group["factors"][0]
         target = meas["step"][0]
         gap = target - predicted(plan, {**f, key: 0.0})["step"]
         lo, hi = factor_ranges().get(key, (0.0, 0.0))
         if plan.hardware.gpu.strip().lower() == "cpu" or hi <= lo:
-            val = gap
+            val = max(gap, 0.0)
         else:
+            # weighed (in seconds) against its published range like every other factor
             v_p, v_m = ((hi - lo) / 4) ** 2, (sigma * target) ** 2
-            val = (f[key] / v_p + gap / v_m) / (1 / v_p + 1 / v_m)
-        f[key] = max(val, 0.0)
+            val = max((f[key] / v_p + gap / v_m) / (1 / v_p + 1 / v_m), 0.0)
+            if table().get("ranges_as_hard_bounds"):
+                val = min(max(val, lo), hi)
+        f[key] = val
         if gap < 0:
             notes.append(f"step: the fitted phases alone take {target - gap:.3g} s, more than the measured "
                          f"{target:.3g} s (phases overlap in this run); step_overhead_s set to {f[key]:.3g}")
-        elif val < 0.9 * gap:
+        elif f[key] < 0.9 * gap:
             notes.append(f"step: {gap:.3g} s of the measured step is not explained by the phases; step_overhead_s "
                          f"moved to {f[key]:.3g} s only (published range [{lo:g}, {hi:g}] s)")
         free.append(key)
+    hard = bool(tab.get("ranges_as_hard_bounds")) and plan.hardware.gpu.strip().lower() != "cpu"
     for key in free:
         lo, hi = factor_ranges().get(key, (None, None))
-        if lo is not None and not lo <= f[key] <= hi:
+        if lo is None or hi <= lo:
+            continue
+        at_end = lo > 0 and min(abs(f[key] / lo - 1), abs(f[key] / hi - 1)) < 1e-3
+        if hard and at_end and abs(f[key] - start[key]) > 1e-3 * max(start[key], 1e-9):
+            notes.append(f"{key} = {f[key]:.4g} stops at the end of its published range [{lo:g}, {hi:g}]: the run "
+                         "asks for more than the range allows on this hardware, so what is left is the model's miss")
+        elif not lo <= f[key] <= hi:
             notes.append(f"{key} = {f[key]:.4g}, outside the published range [{lo:g}, {hi:g}] for data-centre "
                          "GPUs: this cluster behaves differently from the published ones")
     return f, notes
