@@ -151,20 +151,22 @@ def _box(plan: Plan, key: str) -> tuple[float, float]:
     return max(lo, plo), min(hi, phi)
 
 
-def _prior_sd(plan: Plan, key: str) -> float:
-    """Log-scale prior SD of ``key``: its published range read as a 95% interval (4 SD wide); 1 for
-    a factor with no range. Off data-centre GPUs (a CPU run) the ranges do not apply: they are
+def _prior_sd(plan: Plan, key: str) -> float | None:
+    """Log-scale prior SD of ``key``: its published range read as a 95% interval (4 SD wide); None
+    (no prior) for a factor with no range. Off data-centre GPUs (a CPU run) the ranges do not apply: they are
     widened ``off_gpu_prior_widening``-fold, so the run alone sets the factors and the ranges'
     relative widths only decide which of several factors one timer moves most."""
     lo, hi = factor_ranges().get(key, (0.0, 0.0))
-    sd = math.log(hi / lo) / 4 if lo > 0 and hi > lo else 1.0
+    if not (lo > 0 and hi > lo):
+        return None
+    sd = math.log(hi / lo) / 4
     return sd * float(table()["off_gpu_prior_widening"]) if plan.hardware.gpu.strip().lower() == "cpu" else sd
 
 
 def _map(plan: Plan, f0: dict[str, float], free: list[str], targets: dict[str, float], sigma: float,
          ) -> dict[str, float]:
     """Maximum a posteriori log-factors: sum over timers of ((log predicted - log measured) / sigma)^2
-    plus, per factor, ((log f - log published) / prior SD)^2, each factor inside its hard bounds
+    plus, per factor, ((log f - log published) / prior SD)^2, each factor inside its bounds
     (``_box``); scipy's trust-region reflective solver handles the bounds."""
     import numpy as np
     from scipy.optimize import least_squares
@@ -174,14 +176,16 @@ def _map(plan: Plan, f0: dict[str, float], free: list[str], targets: dict[str, f
     hi = np.log([b[1] for b in box])
     th0 = np.log([f0[k] for k in free])
     start = np.clip(th0, lo + 1e-9, hi - 1e-9)
-    sc = np.array([_prior_sd(plan, k) for k in free])
+    sds = [_prior_sd(plan, k) for k in free]
+    w = np.array([1.0 / sd if sd else 0.0 for sd in sds])
+    sc = np.array([sd or 1.0 for sd in sds])
     groups = sorted(targets)
     logt = np.log([targets[g] for g in groups])
 
     def resid(th: Any) -> Any:
         p = predicted(plan, {**f0, **{k: math.exp(v) for k, v in zip(free, th)}})
         r = (np.log([max(p.get(g, 0.0), 1e-12) for g in groups]) - logt) / sigma
-        return np.concatenate([r, (th - th0) / sc])
+        return np.concatenate([r, w * (th - th0)])
 
     sol = least_squares(resid, start, bounds=(lo, hi), method="trf", diff_step=1e-3, x_scale=sc,
                         xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=200 * (len(free) + 1))
