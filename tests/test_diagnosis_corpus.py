@@ -66,6 +66,21 @@ def test_split_is_by_batch() -> None:
     assert acc.VALIDATION_BATCH >= 12
 
 
+def _thread(url: str) -> str:
+    return url.split("#")[0].split("?")[0].rstrip("/").lower()
+
+
+def test_held_out_threads_are_unseen() -> None:
+    """A held-out case's thread is no development case, here or in ../shared/cases/diagnosis (when it is
+    beside the repository): batch 12's collectors missed two shared threads, found only after measuring."""
+    every = acc.load_cases(shared=acc.SHARED)
+    if not any(c["origin"] == "shared" for c in every):
+        pytest.skip("../shared/cases/diagnosis is not beside the repository: only this corpus is checked")
+    seen = {_thread(c["source"]) for c in every if c["split"] == "development"}
+    held = [c["id"] for c in every if c["split"] == "validation" and _thread(c["source"]) in seen]
+    assert not held, f"held-out cases whose thread is already a development case: {held}"
+
+
 @lru_cache(maxsize=None)
 def _result(case_id: str) -> tuple[bool, str]:
     case = next(c for c in CASES if c["id"] == case_id)
@@ -112,7 +127,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = (17, 25)
+MEASURED_VALIDATION: tuple[int, int] | None = (15, 23)
 """The validation batch (``VALIDATION_BATCH``, now 12) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 12 is measured); whoever measures it records the figure
@@ -123,7 +138,7 @@ together at the session-5 round-5 freeze: 12/24 and 12/24, 24/48 = 50%; batch 8 
 batch 10 at the round-8 freeze: 13/17 = 76%, batches 9 and 10 together 27/34 = 79%; both joined
 development at round 9; batch 11 at the round-9 freeze: 9/15 = 60%, joined development at round 10; batch 12, two blind collectors
 (10 English issue threads; 14 threads, 7 of them in Chinese, and 1 web page), at the session-7 round-10 freeze:
-17/25 = 68%)."""
+17/25, and 15/23 = 65% once two threads already in ../shared were removed)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -152,7 +167,7 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
-@pytest.mark.xfail(strict=True, reason="batch 12 measured once at the round-10 freeze: 17/25 = 68% (goal 90%). Misses: "
+@pytest.mark.xfail(strict=True, reason="batch 12 measured once at the round-10 freeze: 15/23 = 65% (goal 90%; 17/25 before two duplicates of shared development threads, both passing, were removed). Misses: "
                    "6 prose reports no rule reads (a Chinese fp16 DPO loss 0 / eval NaN, two rejected launcher arguments named "
                    "in a title, a weight broadcast to vLLM that hangs read as a plain NCCL timeout, a response length "
                    "collapse past the cap, an update_named_param broadcast failure), one train/rollout log-prob difference "
