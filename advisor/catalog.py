@@ -50,6 +50,8 @@ class GPUSpec(BaseModel):
     intra_node_link: Literal["nvlink", "pcie", "infinity_fabric", "ici"]
     intra_node_bandwidth_gbs: float = Field(..., gt=0, description="GB/s per GPU, one direction.")
     gpus_per_node: int = Field(8, gt=0)
+    nvlink_domain: int | None = Field(None, gt=0, description="GPUs that share one NVLink/NVSwitch domain when it "
+                                      "spans several nodes (GB200 NVL72: 72 GPUs of 18 trays of 4); None: the node.")
     bf16_supported: bool = Field(True, description="False for pre-Ampere cards (V100): bf16_tflops is "
                                  "then the FP16 tensor peak and training runs in fp16.")
     source: str = Field(..., min_length=10)

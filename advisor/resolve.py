@@ -219,6 +219,18 @@ class ResolvedPlan(_Frozen):
 
         return hardware_gpu(self.plan.hardware, field="hardware.gpu")
 
+    @cached_property
+    def nvlink_domain(self) -> int:
+        """GPUs that reach each other over NVLink: the catalog's ``nvlink_domain`` where the
+        NVSwitch fabric spans several nodes (GB200 NVL72: 72 GPUs over 18 trays of 4, NVIDIA's
+        GB200 NVL72 specifications), else one node. A group of at most this many GPUs (a TP,
+        EP or reshard group, two pools that exchange weights) stays on NVLink; a larger one
+        crosses the node NICs. Never below ``hardware.gpus_per_node``; 1 on the host CPU."""
+        if self.is_cpu:
+            return self.plan.hardware.gpus_per_node
+        gpn = self.plan.hardware.gpus_per_node
+        return max(gpn, self.gpu.nvlink_domain or gpn)
+
 
 # --------------------------------------------------------------------------- the rules
 

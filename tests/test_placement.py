@@ -295,6 +295,57 @@ def test_colocated_reshard_gathers_the_full_tensors_each_rank_does_not_hold() ->
     assert "every rank gathers the full tensors" in ipc.detail
 
 
+def test_reshard_legs_follow_the_pp_broadcast_then_the_tp_ep_gather() -> None:
+    """veRL's ``per_tensor_generator`` and Megatron-Bridge's export broadcast each tensor's shard over
+    the PP group, then all-gather it inside the stage's TP (experts: ETP x EP) group: two legs, each
+    over the ranks it spans."""
+    from advisor.placement.timemodel import arch_for, reshard_legs
+    from advisor.resolve import resolve
+
+    plan = make(memory=MEGATRON, policy=RoleModel(model="Qwen2.5-7B", parallel=Parallelism(tp=2, pp=2)))
+    rp = resolve(plan)
+    w = arch_for(rp.spec("policy")).weight_bytes
+    (pp_bytes, pp_span), (tp_bytes, tp_span) = reshard_legs(rp, arch_for(rp.spec("policy")), 8)
+    assert (pp_span, tp_span) == (4, 2)
+    assert pp_bytes == pytest.approx(w / 4) and tp_bytes == pytest.approx(w / 2)
+
+
+def test_nvlink_domain_of_a_rack_scale_system() -> None:
+    """GB200 NVL72 puts 72 GPUs (18 trays of 4) on one NVLink fabric (NVIDIA's GB200 NVL72
+    specifications): a group of 16 GPUs over four trays stays on NVLink, on 8-GPU HGX H100 nodes it
+    crosses the NICs; TP 8 over two GB200 trays is no rule violation."""
+    from advisor.placement.timemodel import device_for
+    from advisor.resolve import resolve
+
+    gb = make(hardware=Hardware(gpu="GB200", gpus_per_node=4, nodes=16))
+    h = make(hardware=Hardware(gpu="H100", gpus_per_node=8, nodes=8))
+    assert resolve(gb).nvlink_domain == 72 and resolve(h).nvlink_domain == 8
+    dg, dh = device_for(gb), device_for(h)
+    assert dg.dp_link(16) == dg.link_bw and dg.dp_link(128) < dg.link_bw
+    assert dh.dp_link(8) == dh.link_bw and dh.dp_link(16) < dh.link_bw
+    assert not [v for v in check_plan(make(hardware=Hardware(gpu="GB200", gpus_per_node=4, nodes=2), rollout=Rollout(tp=8)))
+                if v.rule == "tp_within_node"]
+
+
+def test_decode_tp_across_the_nvlink_domain_pays_its_all_reduces_on_the_nic() -> None:
+    """A TP16 engine on 8-GPU nodes all-reduces every layer's activations across the node NICs at
+    every decode step; the same engine inside one NVLink domain does not."""
+    import dataclasses
+
+    from advisor.placement.timemodel import _decode_uncached, arch_for, device_for, length_dist
+    from advisor.resolve import resolve
+
+    plan = make(hardware=Hardware(gpu="H100", gpus_per_node=8, nodes=2))
+    arch = arch_for(resolve(plan).spec("policy"))
+    node = device_for(plan)
+    rack = dataclasses.replace(node, nvlink_domain=16)
+    kw = dict(engines=1, tp=16, seqs=256, prompt=256.0, dist=length_dist(512.0, 1024, 0.9, 0.01), max_num_seqs=256,
+              kv_pool=20 * 2 ** 30, kv_tok=4096.0, eta_bw=0.5, eta_c=0.5, static_batch=False, streaming=False)
+    assert _decode_uncached(arch, node, **kw)[0] > 1.05 * _decode_uncached(arch, rack, **kw)[0]
+    kw["tp"] = 8
+    assert _decode_uncached(arch, node, **kw)[0] == _decode_uncached(arch, rack, **kw)[0]
+
+
 def test_more_rollout_gpus_decode_faster() -> None:
     few = predict_step(make(rollout=Rollout(tp=1), placement=split(6, 2, "one_step_off")))
     many = predict_step(make(rollout=Rollout(tp=1), placement=split(2, 6, "one_step_off")))

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 
 
 from advisor import yamlio
+from advisor.errors import AdvisorError
 from advisor.placement.models import RuleViolation
 from advisor.plan import Method, ModelSpec, Plan, Pool
 from advisor.resolve import GROUP_METHODS, resolve
@@ -108,10 +109,17 @@ def _tp_node(ctx: Context) -> Iterable[Problem]:
         if pool is None:
             continue
         tp = ctx.plan.rollout.tp if role == "rollout" else ctx.parallel(role).tp
-        if tp > pool.gpus_per_node:
+        # NVLink reaches across the trays of a rack-scale domain (GB200 NVL72: 72 GPUs over 18 trays of 4)
+        try:
+            rack = resolve(ctx.plan).nvlink_domain
+        except AdvisorError:  # an unknown GPU is reported by its own check
+            rack = 0
+        domain = rack if rack > ctx.plan.hardware.gpus_per_node else pool.gpus_per_node
+        if tp > domain:
             field = "plan.rollout.tp" if role == "rollout" else f"plan.{role}.parallel.tp"
-            yield (field, f"TP {tp} spans nodes: pool {pool.name} has {pool.gpus_per_node} GPUs per node",
-                   f"<= {pool.gpus_per_node}")
+            yield (field, f"TP {tp} spans nodes: pool {pool.name} has {pool.gpus_per_node} GPUs per node"
+                   + (f" and an NVLink domain of {domain}" if domain > pool.gpus_per_node else ""),
+                   f"<= {domain}")
 
 
 @check("model_parallel_divides_pool")

@@ -12,7 +12,11 @@ Sources (perf-anchors.md §3, §4, §7; HybridFlow's d_cost, §2.1):
   tail is paid in weight reads: a step happens while *any* sequence runs (``1-(1-S(t))^C``)
   and costs KV reads for the ``C*S(t)`` that do. A synchronous rollout also lasts at least as
   long as the longest of *all* its sequences (``1-(1-S(t))^seqs``: every engine waits for the
-  slowest), each tail step costing a weight read plus the engine's per-step CPU overhead.
+  slowest), each tail step costing a weight read plus the engine's per-step CPU overhead. An
+  engine whose TP group leaves the NVLink domain also all-reduces its activations over the NICs.
+- **NVLink domain**: a group of ranks stays on NVLink while it fits one NVLink domain
+  (``ResolvedPlan.nvlink_domain``: a node, or a GB200 NVL72 rack of 72 GPUs); a larger group
+  runs at the node NIC's share per GPU.
 - **Prefill, forward passes and training** are compute-bound: ``k * N_active * tokens`` plus
   the attention term ``k * sum(s^2) * d_head * n_heads * L`` (veRL's flops counter), with
   k = 2 (forward), 6 (train) or 8 (train with full recompute), 4 (LoRA: no weight grads).
@@ -120,14 +124,24 @@ class Device:
     node_nic_bw: float     # B/s per node
     gpus_per_node: int
     host_bw: float         # B/s per GPU (PCIe)
+    nvlink_domain: int = 0  # GPUs on one NVLink fabric (ResolvedPlan.nvlink_domain; 0 = the node)
 
     @property
     def nic_per_gpu(self) -> float:
         return self.node_nic_bw / self.gpus_per_node
 
+    @property
+    def domain(self) -> int:
+        return max(self.nvlink_domain, self.gpus_per_node)
+
+    def spans_domain(self, gpus: int) -> bool:
+        """Whether a group of ``gpus`` ranks leaves the NVLink domain (crosses the node NICs)."""
+        return gpus > self.domain
+
     def dp_link(self, gpus: int) -> float:
-        """Bandwidth of a collective over ``gpus`` ranks: NVLink inside a node, the NIC share across."""
-        return self.link_bw if gpus <= self.gpus_per_node else min(self.link_bw, self.nic_per_gpu)
+        """Bandwidth of a collective over ``gpus`` ranks: NVLink inside the NVLink domain (a node,
+        or a GB200 NVL72 rack), the NIC share across."""
+        return self.link_bw if not self.spans_domain(gpus) else min(self.link_bw, self.nic_per_gpu)
 
 
 def device_for(plan: Plan | ResolvedPlan) -> Device:
@@ -151,6 +165,7 @@ def device_for(plan: Plan | ResolvedPlan) -> Device:
         node_nic_bw=plan.hardware.inter_node_gbps / 8 * 1e9,
         gpus_per_node=plan.hardware.gpus_per_node,
         host_bw=float(host) * 1e9,
+        nvlink_domain=rp.nvlink_domain,
     )
 
 
@@ -357,11 +372,15 @@ def _decode_uncached(arch: Arch, dev: Device, *, engines: int, tp: int, seqs: in
         c = int(max(1, min(max_num_seqs, q, kv_pool // (kv_tok * (prompt + dist.max_len)))))
     lat = constant("tp_allreduce_latency_us") * 1e-6
     comm_step = 0.0 if tp == 1 else 2 * arch.layers * lat
+    # an engine whose TP group leaves the NVLink domain (TP32 over four 8-GPU nodes) all-reduces
+    # each layer's activations (2 per layer, b x hidden bf16 values, ring: 2(t-1)/t of them per
+    # rank) over the node NICs every decode step, on top of the latency
+    xnode = 2 * arch.layers * arch.hidden * 2.0 * 2 * (tp - 1) / tp / dev.dp_link(tp) if dev.spans_domain(tp) else 0.0
 
     def step(b_kv: float, p_any: float, ctx: float, eta_b: float, eta_f: float, fixed: float) -> float:
         mem = (p_any * arch.decode_weight_bytes(b_kv) / tp + b_kv * ctx * kv_tok) / (dev.hbm_bw * eta_b)
         flops = 2.0 * arch.active * b_kv / (tp * dev.peak_flops * eta_f)
-        return max(mem, flops) + p_any * (comm_step + fixed)
+        return max(mem, flops) + p_any * (comm_step + fixed) + xnode * b_kv
 
     n_grid = 200
     dt = dist.max_len / n_grid
@@ -424,7 +443,7 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
     tp_comm = 0.0
     if par.tp > 1:
         tp_comm = n_ar * arch.layers * (tokens / dp) * arch.hidden * 2 * 2 * (par.tp - 1) / par.tp \
-            / dev.link_bw / par.pp
+            / dev.dp_link(par.tp) / par.pp
     # expert-parallel all-to-all: each MoE layer dispatches every token's hidden state to its
     # top-k experts and combines the results back (2 all-to-alls per forward; the backward
     # repeats both, a full recompute the forward's). Tokens of a rank are split over its TP
@@ -518,21 +537,24 @@ def default_transport(plan: Plan) -> str:
     return "cuda_ipc" if pp is not None and rp is not None and pp.name == rp.name else "nccl_broadcast"
 
 
-def reshard_gather(plan: Plan | ResolvedPlan, pol: Arch, pool_gpus: int) -> tuple[float, int]:
+def reshard_legs(plan: Plan | ResolvedPlan, pol: Arch, pool_gpus: int) -> list[tuple[float, int]]:
     """Bytes each training GPU receives when a colocated trainer hands its weights to the engine
-    on the same GPU, and the number of ranks those gathers span.
+    on the same GPU, per collective, with the number of ranks each collective spans.
 
     The frameworks materialise every FULL tensor on every training rank and let the engine keep
     its TP shard: veRL FSDP calls ``DTensor.full_tensor()`` per parameter of the state dict
     (verl/workers/fsdp_workers.py, the per-tensor generator handed to ``rollout.update_weights``),
-    veRL Megatron broadcasts each tensor across the PP group and all-gathers it across TP and EP
-    (verl/utils/megatron_utils.py ``per_tensor_generator``), NeMo-RL's refit streams Megatron-Bridge
-    ``export_hf_weights`` (PP broadcast + TP/EP gathers to full HF tensors,
-    nemo_rl/models/policy/workers/megatron_policy_worker.py), and ZeRO-3 gathers each parameter.
-    So a rank receives all the weight bytes it does not hold itself (not just the engine's
-    ``W / rollout TP``): FSDP gathers its fp32 shards inside the shard group, Megatron holds
-    ``1/(TP x PP)`` of the dense weights and ``1/(ETP x EP x PP)`` of the experts, ZeRO-3
-    ``1/ranks``; replicated weights (ZeRO-0/1/2, DDP) move nothing."""
+    veRL Megatron broadcasts each tensor's shard across the PP group, then all-gathers it across
+    TP (experts: across expert TP x EP) (verl/utils/megatron_utils.py ``per_tensor_generator``),
+    NeMo-RL's refit streams Megatron-Bridge ``export_hf_weights`` (the same PP broadcast, then
+    TP/EP gathers to full HF tensors, nemo_rl/models/policy/workers/megatron_policy_worker.py),
+    and ZeRO-3 gathers each parameter. So a rank receives all the weight bytes it does not hold
+    itself (not just the engine's ``W / rollout TP``): FSDP gathers its fp32 shards inside the
+    shard group, ZeRO-3 over all ranks; Megatron holds ``1/(TP x PP)`` of the dense weights and
+    ``1/(ETP x EP x PP)`` of the experts, receives the other stages' shards over the PP group
+    (strided over the pool: PP is the outermost of Megatron's rank order) and the rest inside its
+    stage's TP / ETP x EP group (consecutive ranks), which stays on NVLink while it fits the
+    NVLink domain. Replicated weights (ZeRO-0/1/2, DDP) move nothing: an empty list."""
     rp = resolve(plan)
     info = rp.role_info[Role.POLICY]
     par = info.parallel
@@ -543,15 +565,27 @@ def reshard_gather(plan: Plan | ResolvedPlan, pol: Arch, pool_gpus: int) -> tupl
     if backend in ("fsdp", "fsdp2"):
         span = min(par.fsdp_size, pool_gpus) if par.fsdp_size > 0 else pool_gpus
         # veRL FSDP keeps fp32 parameters (the same rule as its fp32 gradients in predict_step)
-        return pol.params * 4.0 * (span - 1) / span, span
+        return [(pol.params * 4.0 * (span - 1) / span, span)] if span > 1 else []
     if backend == "megatron":
         etp = expert_tensor_parallel(rp.plan, par)
-        span = min(pool_gpus, par.tp * par.cp * par.pp * max(par.ep, 1))
-        held = dense / (par.tp * par.pp) + experts / (etp * max(par.ep, 1) * par.pp)
-        return max(pol.weight_bytes - held, 0.0), max(span, 1)
-    if backend == "deepspeed" and mk.zero_stage == 3:
-        return pol.weight_bytes * (pool_gpus - 1) / pool_gpus, pool_gpus
-    return 0.0, 1
+        ep = max(par.ep, 1)
+        held = dense / (par.tp * par.pp) + experts / (etp * ep * par.pp)
+        legs = []
+        if par.pp > 1:
+            legs.append((held * (par.pp - 1), max(min(pool_gpus, par.tp * par.cp * par.pp * ep), 1)))
+        gathered = max(pol.weight_bytes - held * par.pp, 0.0)
+        if gathered > 0:
+            legs.append((gathered, max(min(pool_gpus, max(par.tp, etp * ep)), 1)))
+        return legs
+    if backend == "deepspeed" and mk.zero_stage == 3 and pool_gpus > 1:
+        return [(pol.weight_bytes * (pool_gpus - 1) / pool_gpus, pool_gpus)]
+    return []
+
+
+def reshard_gather(plan: Plan | ResolvedPlan, pol: Arch, pool_gpus: int) -> tuple[float, int]:
+    """All the bytes of ``reshard_legs`` and the widest span of its collectives ((0, 1): none)."""
+    legs = reshard_legs(plan, pol, pool_gpus)
+    return sum(b for b, _ in legs), max((s for _, s in legs), default=1)
 
 
 def weight_sync_time(plan: Plan | ResolvedPlan, pol: Arch, dev: Device, policy_pool: Pool, rollout_pool: Pool,
@@ -578,14 +612,20 @@ def weight_sync_time(plan: Plan | ResolvedPlan, pol: Arch, dev: Device, policy_p
     plan = rp.plan
     tp_r = plan.rollout.tp
     if transport == "cuda_ipc":
-        moved, span = reshard_gather(rp, pol, policy_pool.gpus)
-        link_s = moved / dev.dp_link(span)
+        legs = reshard_legs(rp, pol, policy_pool.gpus)
+        moved, span = sum(b for b, _ in legs), max((s for _, s in legs), default=1)
+        link_s = sum(b / dev.dp_link(s) for b, s in legs)
         if plan.rollout.sleep_level == 1:
             link_s += pol.weight_bytes / tp_r / dev.host_bw
-        per_tensor = f["sync_per_tensor_ms"] * 1e-3 * pol.tensors
+        # a per-tensor collective that leaves the NVLink domain also pays the network round trip
+        # (the nccl_broadcast rule below)
+        across = any(dev.spans_domain(s) for b, s in legs if b > 0)
+        per_tensor = (f["sync_per_tensor_ms"] + (f["sync_inter_node_latency_ms"] if across else 0.0)) * 1e-3 * pol.tensors
         return link_s / f["sync_link_efficiency"] + per_tensor, link_s, \
             f"CUDA IPC: every rank gathers the full tensors, {moved / GIB:.1f} GiB per GPU over {span} ranks"
-    same_node = policy_pool.gpus + rollout_pool.gpus <= dev.gpus_per_node and plan.hardware.nodes == 1
+    # both pools inside one NVLink domain (one node, or one GB200 NVL72 rack): the broadcast stays on NVLink
+    same_node = not dev.spans_domain(policy_pool.gpus + rollout_pool.gpus) \
+        and not dev.spans_domain(plan.hardware.nodes * plan.hardware.gpus_per_node)
     bw = dev.link_bw if same_node else dev.node_nic_bw
     if transport == "checkpoint_engine":
         moved = pol.weight_bytes / tp_r if same_node else pol.weight_bytes
