@@ -127,7 +127,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (17, 28)
 """The validation batch (``VALIDATION_BATCH``, now 13) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 13 is measured); whoever measures it records the figure
@@ -138,7 +138,9 @@ together at the session-5 round-5 freeze: 12/24 and 12/24, 24/48 = 50%; batch 8 
 batch 10 at the round-8 freeze: 13/17 = 76%, batches 9 and 10 together 27/34 = 79%; both joined
 development at round 9; batch 11 at the round-9 freeze: 9/15 = 60%, joined development at round 10; batch 12, two blind collectors
 (10 English issue threads; 14 threads, 7 of them in Chinese, and 1 web page), at the session-7 round-10 freeze:
-17/25, and 15/23 = 65% once two threads already in ../shared were removed; joined development at round 11)."""
+17/25, and 15/23 = 65% once two threads already in ../shared were removed; joined development at round 11; batch 13, two blind collectors (14 English threads
+aimed at metric questions, healthy runs and new projects; 14 threads found by error strings), at the round-11
+freeze: 17/28 = 61%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -167,6 +169,13 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 13 measured once at the round-11 freeze: 17/28 = 61% (goal 90%). Misses: "
+                   "four TRL vLLM-server failures no rule reads as weight sync (a 404 from the server's setup route, a "
+                   "TCPStore connect timeout of the weight-update group, a checkpoint key mismatch when loading weights "
+                   "into the engine; one CUDA OOM read first as weight sync), three version mismatches shown as an "
+                   "AttributeError or a missing key rather than a rejected argument, a batch not divisible by the "
+                   "generations in prose, a dataloader emptied by the prompt-length filter, a log-prob IS ratio of 2 from "
+                   "ignored temperature, and a multi-turn tool-call JSON parse failure in prose")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
