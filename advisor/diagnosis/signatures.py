@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from advisor.diagnosis.literal_gate import may_match, required_words
+from advisor.diagnosis.prefilter import word_finder
 from advisor.diagnosis.tables import load_table, oom_table, signatures
 from advisor.metrics.line_prefix import STARTS as _PREFIX_STARTS
 from advisor.metrics.line_prefix import strip_ansi, strip_prefix
@@ -235,6 +236,8 @@ class SignatureScanner:
         self._any_interest = _literal_re(interest)
         # the words of the set that start a longer one ('oom' in 'oom-killer'): see _words_in
         self._prefixes = {w: tuple(w[:i] for i in range(1, len(w) + 1) if w[:i] in interest) for w in interest}
+        self._interest_words = tuple(sorted(interest))
+        self._find_words = word_finder(self._interest_words)
         self._hits: dict[str, SigHit] = {}
         self._requires_met: set[str] = set()
         # a signature re-read in context: e.g. an NCCL timeout next to weight-sync frames
@@ -380,6 +383,9 @@ class SignatureScanner:
         character further finds the overlapping ones, and the shorter words starting at the same
         place are that match's prefixes. One search for a line that holds none, one more per
         occurrence otherwise (instead of one search per word set and a substring test per trigger)."""
+        if self._find_words is not None:  # Hyperscan: the same set from one scan (prefilter.word_finder)
+            words = self._interest_words
+            return {words[i] for i in self._find_words(low)}
         present: set[str] = set()
         search, prefixes = self._any_interest.search, self._prefixes
         m = search(low)

@@ -57,7 +57,9 @@ def _is_metric_line(text: str) -> bool:
     """Mostly ``key:value`` pairs (a metric record the readers did not take as one: a wrapped step
     line, veRL's one-metric-per-line block, a pasted table). Metric names say which framework logged
     the run, not what went wrong with it; their values are the rules' business."""
-    covered = sum(m.end() - m.start() for m in _METRIC_PAIR.finditer(text))
+    # the matched texts' lengths summed in C (``findall``: the pattern has no group), not a Python
+    # generator over match objects: this runs on every kept line of the prose zone
+    covered = sum(map(len, _METRIC_PAIR.findall(text)))
     return covered * 2 > len(text.strip())
 
 
