@@ -307,7 +307,10 @@ class SignatureScanner:
             self._required_words = frozenset(tr.lower() for sig in self._requiring
                                              for tr in sig.row.get("requires_triggers", []))
             self._any_required_re = None
-        if not self.no_logprob_pass_seen and any(m in low for m in self._no_logprob_pass):
+        # the markers are words of ``interest``, so ``present`` already says whether the line holds one
+        # (one set test instead of a substring test per marker on every line the pre-filter let through)
+        if not self.no_logprob_pass_seen and (not present.isdisjoint(self._no_logprob_pass)
+                                              or "" in self._no_logprob_pass):
             self.no_logprob_pass_seen = True
         if prose_ok and any(w in low for w in self._leak_gate) and len(self.host_leak) < MAX_LINES_KEPT \
                 and self._host_leak.search(t) and not self._gpu_words.search(t):
