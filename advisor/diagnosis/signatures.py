@@ -233,11 +233,12 @@ class SignatureScanner:
         self._any_required_re: re.Pattern[str] | None = None  # see _any_required
         # one pre-filter for everything a line can matter for (signature, OOM phase, context)
         interest = self._triggers | self._markers | self._required_words | set(self._no_logprob_pass)
-        self._any_interest = _literal_re(interest)
         # the words of the set that start a longer one ('oom' in 'oom-killer'): see _words_in
         self._prefixes = {w: tuple(w[:i] for i in range(1, len(w) + 1) if w[:i] in interest) for w in interest}
         self._interest_words = tuple(sorted(interest))
         self._find_words = word_finder(self._interest_words)
+        # the trie regex only without Hyperscan: compiling it is a tenth of a second of start-up
+        self._any_interest = _literal_re(interest) if self._find_words is None else None
         self._hits: dict[str, SigHit] = {}
         self._requires_met: set[str] = set()
         # a signature re-read in context: e.g. an NCCL timeout next to weight-sync frames
@@ -390,6 +391,7 @@ class SignatureScanner:
             words = self._interest_words
             return {words[i] for i in self._find_words(low)}
         present: set[str] = set()
+        assert self._any_interest is not None
         search, prefixes = self._any_interest.search, self._prefixes
         m = search(low)
         while m is not None:
