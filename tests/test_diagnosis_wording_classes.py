@@ -907,6 +907,48 @@ HEALTHY_R11 = [
 ]
 
 
+# ----------------------------------------------------------------------------- round 12 (batch 13's misses)
+# Framework strings, each with its source file: TRL's vLLM client "Request failed: <status>" from a weight-update
+# route (trl/generation/vllm_client.py, trl/scripts/vllm_serve.py), torch c10d's TCPStore connect timeout with the
+# weight-update group in view, vLLM's AutoWeightsLoader name mismatch during a weight sync, the CUDA driver's
+# CUDA_ERROR_OUT_OF_MEMORY, Python's AttributeError on a trainer/config class.
+FIRST_R12 = [
+    ("  File \"/opt/conda/lib/python3.11/site-packages/trl/extras/vllm_client.py\", line 240, in update_named_param\n"
+     "    raise Exception(f\"Request failed: {response.status_code}, {response.text}\")\n"
+     "Exception: Request failed: 500, Internal Server Error\n", "vllm_weight_sync_failure"),
+    ("INFO:     10.0.0.5:41822 - \"POST /init_communicator/ HTTP/1.1\" 404 Not Found\n", "vllm_weight_sync_failure"),
+    ("vllm_client.get_world_size() -> Exception: Request failed: 404, {\"detail\":\"Not Found\"}\n", "vllm_weight_sync_failure"),
+    ("INFO:     127.0.0.1:5000 - \"POST /init_communicator/ HTTP/1.1\" 200 OK\n"
+     "[W socket.cpp:752] [c10d] The client socket has timed out after 600000ms while trying to connect to (10.1.2.3, 51216).\n",
+     "vllm_weight_sync_failure"),
+    ("weight sync to the engine at step 1 fails:\n"
+     "ValueError: There is no module or parameter named 'lm_head.base_layer' in Qwen2ForCausalLM\n", "vllm_weight_sync_failure"),
+    ("RuntimeError: Triton Error [CUDA]: CUDA_ERROR_OUT_OF_MEMORY\n", "oom_gpu"),
+    ("AttributeError: 'GRPOConfig' object has no attribute 'vllm_gpu_memory_utilization' after upgrading trl\n", "config_key_error"),
+]
+
+# The same classes in other wordings (a warning counts: the version is not stated).
+TOP3_R12 = [
+    ("# AttributeError: 'MyDPOTrainer' object has no attribute 'ref_model'\n", "config_key_error"),
+    ("# I get AttributeError: 'TrainingArguments' object has no attribute 'generation_batch_size' with trl==0.14\n", "config_key_error"),
+    ("# 升级 trl 之后报错 AttributeError: 'GRPOTrainer' object has no attribute '_get_train_sampler'\n", "config_key_error"),
+]
+
+# Near misses: the same strings outside a weight update, healthy access logs, attributes of non-framework objects.
+HEALTHY_R12 = [
+    ("INFO:     127.0.0.1:37996 - \"GET /get_world_size/ HTTP/1.1\" 200 OK\n", "vllm_weight_sync_failure"),
+    ("INFO:     127.0.0.1:38010 - \"POST /init_communicator/ HTTP/1.1\" 200 OK\n", "vllm_weight_sync_failure"),
+    ("Exception: Request failed: 404, {\"detail\":\"Not Found\"} from the /generate/ route of my reward server\n", "vllm_weight_sync_failure"),
+    ("# init_communicator builds the weight update group on the server\n", "vllm_weight_sync_failure"),
+    ("# update_named_param sends each parameter to the vLLM server\n", "vllm_weight_sync_failure"),
+    ("# load_weights maps the checkpoint names to the model's parameters\n", "vllm_weight_sync_failure"),
+    ("# CUDA_ERROR_OUT_OF_MEMORY is raised by the driver when an allocation fails\n", None),
+    ("if result == CUresult.CUDA_ERROR_OUT_OF_MEMORY: retry with a smaller chunk\n", None),
+    ("# hasattr(trainer, 'llm') checks whether the object has the attribute\n", "config_key_error"),
+    ("AttributeError: 'NoneType' object has no attribute 'shape'\n", "config_key_error"),
+]
+
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -921,13 +963,13 @@ def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
 
 _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "round5": FIRST_R5,
                       "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10,
-                      "round10b": FIRST_R10B, "round11": FIRST_R11})
+                      "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
-                     "round10b": TOP3_R10B, "round11": TOP3_R11})
+                     "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
-                        "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11}, healthy=True)
+                        "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)
