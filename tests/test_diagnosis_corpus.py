@@ -144,7 +144,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (12, 19)
 """The validation batch (``VALIDATION_BATCH``, now 14) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 14 is measured); whoever measures it records the figure
@@ -157,7 +157,8 @@ development at round 9; batch 11 at the round-9 freeze: 9/15 = 60%, joined devel
 (10 English issue threads; 14 threads, 7 of them in Chinese, and 1 web page), at the session-7 round-10 freeze:
 17/25, and 15/23 = 65% once two threads already in ../shared were removed; joined development at round 11; batch 13, two blind collectors (14 English threads
 aimed at metric questions, healthy runs and new projects; 14 threads found by error strings), at the round-11
-freeze: 17/28 = 61%, joined development at round 12)."""
+freeze: 17/28 = 61%, joined development at round 12; batch 14, two blind collectors, at the round-12
+freeze: 12/19 = 63%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -186,6 +187,11 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 14 measured once at the round-12 freeze: 12/19 = 63% (goal 90%). Misses: "
+                   "five crash logs whose first finding is another memory/actor reading (a Ray worker death read as host or "
+                   "GPU OOM, an OOM given the wrong phase: actor log-prob for the reference pass, plain GPU for the training "
+                   "step, wake-up for an engine start-up), a Chinese fp16 DPO loss going wrong in prose, and a weight-sync "
+                   "failure log of a trainer's sync step with no finding")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
