@@ -57,6 +57,17 @@ def test_unreadable_rows_are_listed_one_by_one() -> None:
     assert "shape not understood" in cases[2].skip_reason
 
 
+def test_a_case_without_use_for_is_read_not_dropped() -> None:
+    """A hidden file written without ``use_for`` still has every row scored or listed; a case
+    that names only other uses (a memory check) is not a time case."""
+    doc = {"cases": [{"id": "bare", "model": "Qwen2.5-7B", "hardware": {"gpu": "H100", "count": 8},
+                      "outcome": {"rows": [{"mode": "colocated", "gpus": 8, "step_s": 100.0}, {"odd": 1}]}},
+                     {"id": "memory-only", "use_for": ["budget_memory"], "outcome": {"rows": [{"odd": 1}]}}]}
+    cases = time_cases(doc)
+    assert [c.case for c in cases] == ["bare", "bare"]
+    assert cases[0].scored and cases[0].plan is not None and not cases[1].scored
+
+
 def test_every_factor_has_a_published_range_and_stays_inside_it() -> None:
     table = load_table()["factors"]
     ranges = factor_ranges()

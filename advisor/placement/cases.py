@@ -740,7 +740,9 @@ def time_cases(doc: dict[str, Any], extra_models: dict[str, dict[str, Any]] | No
     extra = {name: ModelSpec(name=name, **dims) for name, dims in (extra_models or {}).items()}
     out: list[TimeCase] = []
     for case in doc.get("cases", []):
-        if not {"time_model", "plan_placement"} & set(case.get("use_for", [])):
+        # a case that names its uses is read only for these two; one that names none (a hidden
+        # file written without the field) is read, so its rows are scored or listed, never dropped
+        if "use_for" in case and not {"time_model", "plan_placement"} & set(case.get("use_for") or []):
             continue
         rows = (case.get("outcome") or {}).get("rows")
         if not (isinstance(rows, list) and rows and isinstance(rows[0], dict)):
