@@ -276,3 +276,36 @@ def test_openrlhf_rows_model_the_code_of_their_source_time() -> None:
     assert new.plan.rollout.engines is None and new.plan.memory.rollout_memory_fraction == 0.5
     undated = rows({})["OpenRLHF 7B 16 GPUs"]
     assert undated.plan.rollout.engines is None
+
+
+def test_easyr1_and_skyrl_rows_are_read_with_each_rows_model_gpu_and_batching() -> None:
+    """EasyR1's baselines mix GPU types, models, micro-batches and rollout TP in one table: each
+    row is read with its own (the row's ``gpu``, ``model``, ``rollout_tp``, ``script``), the VLMs
+    carry their vision tower, and rows the model cannot express are listed with the reason."""
+    from pathlib import Path
+
+    import yaml
+
+    path = Path(__file__).resolve().parent / "cases" / "placement" / "published-extra.yaml"
+    doc = yaml.safe_load(path.read_text())
+    keep = {"easyr1_baselines_geo3k", "easyr1_baselines_geo3k_v0.3.0", "skyrl_spec_decode_qwen3.5-9b_8xh100"}
+    doc["cases"] = [c for c in doc["cases"] if c["id"] in keep]
+    cases = time_cases(doc, _extra_models())
+    by_case: dict[str, list] = {}
+    for c in cases:
+        by_case.setdefault(c.case, []).append(c)
+    assert [len(by_case[k]) for k in sorted(keep)] == [8, 6, 2]
+    assert [sum(c.scored for c in by_case[k]) for k in sorted(keep)] == [7, 5, 0]
+    rows = {c.row: c for c in by_case["easyr1_baselines_geo3k"]}
+    moe = rows["Qwen3-VL-30B-A3B-Thinking H800 BF16 1/2"].plan
+    assert moe.hardware.gpu == "H800" and moe.hardware.total_gpus == 8 and moe.rollout.tp == 8
+    assert moe.policy.spec.num_experts == 128 and moe.policy.spec.vision_params > 0
+    assert moe.data.mean_prompt_length == 326 and moe.data.mean_response_length == 1299
+    big = rows["Qwen2.5-VL-7B H100 AMP 4/8"].plan
+    assert big.hardware.gpu == "H100" and big.data.use_dynamic_bsz and big.data.max_token_len_per_gpu == 4 * 4096
+    assert (big.data.train_batch_size, big.algorithm.group_size, big.data.mini_batch_size) == (512, 5, 128)
+    assert big.memory.param_offload and big.algorithm.kl_coef == 0.01 and big.placement.mode == "colocated"
+    assert "L20" in rows["Qwen2.5-VL-7B L20 AMP 1/2"].skip_reason
+    old = {c.row: c for c in by_case["easyr1_baselines_geo3k_v0.3.0"]}["Qwen2.5-VL-7B H100 AMP 10/20"].plan
+    assert not old.data.use_dynamic_bsz and old.data.micro_batch_size_per_gpu == 10
+    assert all("not modelled" in c.skip_reason for c in by_case["skyrl_spec_decode_qwen3.5-9b_8xh100"])

@@ -264,7 +264,10 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
     ``gpu_memory_utilization``, ``dynamic_tokens`` (token budget per GPU as a multiple of prompt +
     response; 0 = fixed micro-batches), ``recompute``, ``kl`` (a reference model for a KL loss)
     and ``ref_offload``; keys it does not give come from the one-step-off recipe
-    (_VERL_OSO_SCRIPTS), the only script the doc of the first such case names."""
+    (_VERL_OSO_SCRIPTS), the only script the doc of the first such case names.
+
+    A row may carry its own ``gpu`` (a table that mixes GPU types in one source, e.g. EasyR1's
+    baselines) and a ``label`` (rows that differ only in model or GPU would otherwise share one)."""
     out = []
     hw = case.get("hardware", {})
     st = case.get("settings", {}) or {}
@@ -276,12 +279,13 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
               "rollout_tp": 2, "gpu_memory_utilization": 0.8, "mean_prompt_length": 200, "mean_response_length": 1000}
     for i, row in enumerate(case["outcome"]["rows"]):
         if row.get("not_modelled") or row.get("repeats"):
-            out.append(TimeCase(case=case["id"], row=f"{row.get('mode')} {row.get('gpus', '')} GPUs".strip(),
+            out.append(TimeCase(case=case["id"], row=row.get("label") or f"{row.get('mode')} {row.get('gpus', '')} GPUs".strip(),
                                 metric="step_s", published=row.get("step_s"), scored=False,
                                 skip_reason=(f"setting not modelled: {row['not_modelled']}" if row.get("not_modelled")
                                              else f"repeats {row['repeats']}")))
             continue
         own = {**(st.get("script") or {}), **(row.get("script") or {})}
+        gpu = _gpu_name(row.get("gpu") or hw.get("gpu", "H20"))
         engine = str(row.get("engine", st.get("engine", "")))
         megatron = "megatron" in engine.lower()
         max_resp = st.get("max_response_length", own.get("max_response_length", 8192))
@@ -352,7 +356,7 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
                                optimizer_offload=offload,
                                rollout_memory_fraction=float(used["gpu_memory_utilization"]),
                                recompute=recompute))
-        label = f"{row.get('mode')} {engine} {row_gpus} GPUs" if own else f"{row.get('mode')} {engine}"
+        label = row.get("label") or (f"{row.get('mode')} {engine} {row_gpus} GPUs" if own else f"{row.get('mode')} {engine}")
         out.append(TimeCase(case=case["id"], row=label, plan=plan, metric="step_s",
                             published=row["step_s"], inferred=inferred, expert=True))
         # the published phase breakdown identifies decode, forward and training efficiency separately
