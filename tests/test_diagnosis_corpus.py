@@ -61,9 +61,9 @@ def test_split_is_by_batch() -> None:
         assert c["split"] == ("validation" if c["batch"] >= acc.VALIDATION_BATCH else "development")
         parts.setdefault(c["source"], set()).add(c["split"])
     assert all(len(v) == 1 for v in parts.values()), "one thread's cases belong to one batch"
-    # batches 1 to 13 were read while the rules were written: never validation again
-    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 13)
-    assert acc.VALIDATION_BATCH >= 14
+    # batches 1 to 14 were read while the rules were written: never validation again
+    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 14)
+    assert acc.VALIDATION_BATCH >= 15
 
 
 def _thread(url: str) -> str:
@@ -88,6 +88,11 @@ def _result(case_id: str) -> tuple[bool, str]:
 
 
 DEVELOPMENT_MISSES: dict[str, str] = {
+    # batch 14, read at round 13: no general rule found for this one
+    "llamafactory-2819-dpo-chinese-llama-fp16-loss-abnormal": (
+        "a Chinese report of an 'abnormal' DPO loss whose only symptom is a rhetorical question (would the loss not be 0 "
+        "or infinite?) and a loss-curve image; fp16 is named only in the answer; no wording class reads 'loss 异常' as a "
+        "non-finite loss without firing on every loss question"),
     # batch 13, read at round 12: no general rule found for these yet
     "slime-1497-cuda-error-out-of-memory-rank3-after-rollout": (
         "CUDA_ERROR_OUT_OF_MEMORY is now read as a GPU OOM (no longer weight sync), but the title's OOM takes its phase "
@@ -95,16 +100,6 @@ DEVELOPMENT_MISSES: dict[str, str] = {
     "followcomplexinstruction-2-dpo-batch-missing-chosen-labels-trl-version": (
         "a batch without the key 'chosen_labels' in prose, the TRL version change only in the answer: no version or "
         "framework class in the report for the round-12 missing-attribute class to read"),
-    "openr1-365-grpo-batch-7x1-not-divided-by-8": (
-        "a batch not divisible by the generations told as arithmetic in prose; a general 'not divisible in a failure "
-        "report' class was not ready at the round-12 freeze (round 10's rule: a stated requirement is no error)"),
-    "azr-14-code-pred-dataloader-empty-after-prompt-filter": (
-        "a dataloader emptied by the prompt-length filter, in prose: the wording class was not written in round 12"),
-    "trl-4159-vllm-logprobs-ignore-temperature-is-ratio-2": (
-        "vLLM log-probs that ignore the sampling temperature (IS ratio near 2), in prose: the wording class was not "
-        "written in round 12"),
-    "verl-3671-sglang-multiturn-failed-to-parse-json-part": (
-        "a multi-turn tool call whose JSON fails to parse, in prose: the wording class was not written in round 12"),
     "msswift-3353-cosine-reward-chars-vs-tokens": (
         "the cause (cosine_max_len counted in characters vs max_completion_length in tokens) is read from the "
         "reward code, not from a log or a symptom a rule can see"),
@@ -144,10 +139,10 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = (12, 19)
-"""The validation batch (``VALIDATION_BATCH``, now 14) as first measured, blind, at its rule freeze:
+MEASURED_VALIDATION: tuple[int, int] | None = None
+"""The validation batch (``VALIDATION_BATCH``, now 15) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
-measured (the validation tests skip until batch 14 is measured); whoever measures it records the figure
+measured (the validation tests skip until batch 15 is measured); whoever measures it records the figure
 here and in tests/cases/diagnosis/README.md (the history: batch 1's hash-split part 25/33 = 76%, batch 2
 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%, batch 5 19/29 = 66%; batches 6 and 7, measured
 together at the session-5 round-5 freeze: 12/24 and 12/24, 24/48 = 50%; batch 8 at the round-6 freeze:
@@ -158,7 +153,7 @@ development at round 9; batch 11 at the round-9 freeze: 9/15 = 60%, joined devel
 17/25, and 15/23 = 65% once two threads already in ../shared were removed; joined development at round 11; batch 13, two blind collectors (14 English threads
 aimed at metric questions, healthy runs and new projects; 14 threads found by error strings), at the round-11
 freeze: 17/28 = 61%, joined development at round 12; batch 14, two blind collectors, at the round-12
-freeze: 12/19 = 63%)."""
+freeze: 12/19 = 63%, joined development at round 13)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -187,11 +182,6 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
-@pytest.mark.xfail(strict=True, reason="batch 14 measured once at the round-12 freeze: 12/19 = 63% (goal 90%). Misses: "
-                   "five crash logs whose first finding is another memory/actor reading (a Ray worker death read as host or "
-                   "GPU OOM, an OOM given the wrong phase: actor log-prob for the reference pass, plain GPU for the training "
-                   "step, wake-up for an engine start-up), a Chinese fp16 DPO loss going wrong in prose, and a weight-sync "
-                   "failure log of a trainer's sync step with no finding")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""

@@ -949,6 +949,105 @@ HEALTHY_R12 = [
 ]
 
 
+# ----------------------------------------------------------------------------- round 13 (batch 14's misses)
+# Crash-log ranking: an OOM's phase only from the frames or framework names that show it (vLLM's engine start-up
+# frames -> GPU memory at start, not a wake-up; the reference model's actor class/file -> the reference pass; slime's
+# train task -> the training step), a GPU-OOM message hedged or avoided in the words before it is no report, Ray's
+# K8s hedge appended to every non-zero SystemExit is no host-memory report; and Trinity-RFT's own weight-sync failure
+# line (trinity/trainer/trainer.py Trainer.sync_weight) with the same wording in other stacks.
+FIRST_R13 = [
+    # vLLM v0 start-up: determine_num_available_blocks -> profile_run, no wake-up frame
+    ("Traceback (most recent call last):\n"
+     "  File \"/usr/lib/python3.10/site-packages/vllm/worker/worker.py\", line 229, in determine_num_available_blocks\n"
+     "    self.model_runner.profile_run()\n"
+     "  File \"/usr/lib/python3.10/site-packages/vllm/worker/model_runner.py\", line 1311, in profile_run\n"
+     "    self.execute_model(model_input, kv_caches, intermediate_tensors)\n"
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.28 GiB. GPU 0 has a total capacity of 79.1 GiB\n",
+     "oom_gpu"),
+    # vLLM v1 engine core sizing its KV cache at start
+    ("(EngineCore_0 pid=2211)   File \"/vllm/v1/engine/core.py\", line 83, in __init__\n"
+     "(EngineCore_0 pid=2211)     self._initialize_kv_caches(vllm_config)\n"
+     "(EngineCore_0 pid=2211)   File \"/vllm/v1/worker/gpu_worker.py\", line 230, in determine_available_memory\n"
+     "(EngineCore_0 pid=2211) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n", "oom_gpu"),
+    # a wake-up frame in the same trace still wins over a start-up frame
+    ("  File \"/verl/workers/sharding_manager/fsdp_vllm.py\", line 190, in __enter__\n"
+     "    self.inference_engine.wake_up()\n"
+     "  File \"/vllm/device_allocator/cumem.py\", line 214, in wake_up\n"
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB\n", "oom_rollout_wakeup"),
+    # OpenRLHF's reference actor: its forward is the reference pass even through a shared log-prob helper
+    ("    ref_values = ray.get(ref_refs)\n"
+     "ray.exceptions.RayTaskError(OutOfMemoryError): ray::ReferenceModelActor.forward() (pid=5512, ip=10.0.0.3)\n"
+     "  File \"/openrlhf/models/utils.py\", line 60, in log_probs_from_logits\n"
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 12.00 GiB\n", "oom_ref_logprob"),
+    # slime's train task named by Ray's task header, FSDP backend
+    ("  File \"/slime/train.py\", line 70, in train\n"
+     "    ray.get(actor_model.async_train(rollout_id, rollout_data_ref))\n"
+     "ray.exceptions.RayTaskError(OutOfMemoryError): ray::FSDPTrainRayActor.train() (pid=811, ip=10.0.0.2)\n",
+     "oom_actor_train"),
+    # ... but a log-prob frame inside slime's train task is the more specific phase
+    ("    ray.get(actor_model.async_train(rollout_id, rollout_data_ref))\n"
+     "  File \"/slime/backends/megatron_utils/actor.py\", line 300, in train_actor\n"
+     "    self.compute_log_prob(data_iterator, num_microbatches, store_prefix=\"\")\n"
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 30.00 GiB\n", "oom_actor_logprob"),
+    # a Ray worker ended by SIGTERM in a K8s pod: Ray's hedge is no host-memory report
+    ("(raylet) A worker died or was killed while executing a task by an unexpected system error. Worker exit type: "
+     "SYSTEM_ERROR Worker exit detail: Worker exits unexpectedly. Worker exits with an exit code None. The worker may have "
+     "exceeded K8s pod memory limits.\n", "ray_actor_death"),
+    ("ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+     "Worker exit detail: Worker exits with an exit code 1. The worker may have exceeded K8s pod memory limits.\n"
+     "The process receives a SIGTERM.\n", "ray_actor_death"),
+    # an OOM named only as what a setting was meant to avoid, beside a real death
+    ("I lowered the micro batch size to prevent CUDA out of memory errors, but the job still ends with:\n"
+     "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n", "ray_actor_death"),
+    # Trinity-RFT's trainer line, and the same failure worded by other stacks
+    ("(Trainer pid=4410) ERROR 11-02 09:12:01 [trainer.py:160] Trainer synchronizing weights failed.\n",
+     "vllm_weight_sync_failure"),
+    ("[rank0] ERROR: weight sync failed at step 12, the rollout engine keeps the old policy\n", "vllm_weight_sync_failure"),
+    ("RuntimeError: Failed to synchronize model weights with the inference workers\n", "vllm_weight_sync_failure"),
+]
+
+# Prose and framework strings of round 12's documented misses, in other wordings (a warning counts).
+TOP3_R13 = [
+    # SGLang's function-call detector (base_format_detector.py) in a veRL multi-turn log
+    ("(AsyncSglangServer pid=912) WARNING [base_format_detector.py:62] Failed to parse JSON part: {\"name\": \"calc\", "
+     "\"arguments\": {\"x\": 1}, JSON parse error: Expecting ',' delimiter\n", "tool_call_parse_errors"),
+    # veRL's empty-dataloader assertion, and the same in words
+    ("AssertionError: Train dataloader is empty!\n", "data_filter_misconfig"),
+    ("# my val_dataloader was empty after I set filter_overlong_prompts=True and max_prompt_length=256\n",
+     "data_filter_misconfig"),
+    ("# the whole dataset is empty after length filtering, so training never starts\n", "data_filter_misconfig"),
+    # a batch that does not divide, in words
+    ("# per-device batchsize 3 x 4 GPUs not divided by num_generations 8\n", "batch_size_misconfig"),
+    ("# 报错：global batch size 12 cannot be evenly divided by 8\n", "batch_size_misconfig"),
+    # the engine's log-probs called wrong or computed without the temperature
+    ("# SGLang returns wrong logprobs when top_p < 1, so the IS ratio is far from 1\n", "rollout_train_logprob_mismatch"),
+    ("# the rollout log probs ignore the sampling temperature, the importance ratio sits near 1.7\n",
+     "rollout_train_logprob_mismatch"),
+]
+
+# Near misses: the same names and words where nothing failed.
+HEALTHY_R13 = [
+    ("(Trainer pid=4410) INFO 11-02 09:12:01 [trainer.py:152] Trainer synchronizing weights at step 3 starting..\n"
+     "(Trainer pid=4410) INFO 11-02 09:12:04 [trainer.py:170] Trainer synchronizing weights at step 3 end.\n", None),
+    # (a docstring's "if the weight sync fails" is still read by the older round-5 weight-sync pattern: not settled)
+    ("# Synchronize the model weights with the explorer every sync_interval steps\n", None),
+    ("# synchronizing weights over NCCL is faster than the checkpoint method; it failed over to checkpoint on one node\n",
+     None),
+    ("INFO 11-01 23:47:30 [gpu_worker.py:391] Free memory on device (22.52/23.51 GiB) on startup. Desired GPU memory "
+     "utilization is (0.9, 21.2 GiB).\nINFO [core.py:210] init engine (profile, create kv cache, warmup model) took 41.2 s\n",
+     None),
+    ("# I set ppo_micro_batch_size_per_gpu=2 to avoid the possibility of CUDA out of memory, and training runs fine\n", None),
+    ("# the reference model (ReferenceModelActor) is offloaded to CPU between steps\n", None),
+    ("# if the train dataloader is empty, veRL stops with an assertion\n", "data_filter_misconfig"),
+    ("# raises an error when the dataset is empty after filtering\n", "data_filter_misconfig"),
+    ("# the loss is not divided by the batch size (sum reduction)\n", "batch_size_misconfig"),
+    ("# batch size 16 is divided by 4 GPUs, so each GPU gets 4 prompts\n", "batch_size_misconfig"),
+    ("# vLLM computes log probs with temperature 1 by default (logprobs_mode)\n", "rollout_train_logprob_mismatch"),
+    ("# the vllm engine returns the correct log probs for every token\n", "rollout_train_logprob_mismatch"),
+    ("# we parse the JSON part of each tool call with json.loads\n", "tool_call_parse_errors"),
+]
+
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -963,13 +1062,14 @@ def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
 
 _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "round5": FIRST_R5,
                       "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10,
-                      "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12})
+                      "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
-                     "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12})
+                     "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
-                        "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12}, healthy=True)
+                        "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
+                        "round13": HEALTHY_R13}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

@@ -146,6 +146,15 @@ def _clause(text: str, at: int) -> str:
     return text[start:end]
 
 
+def _clause_head(text: str, start: int, end: int) -> str:
+    """``text`` from the start of the clause holding ``start`` up to ``end`` (the words that lead to a match)."""
+    head = 0
+    for m in _CLAUSE_BREAK.finditer(text, 0, start):
+        if m.end() <= start:
+            head = m.end()
+    return text[head:end]
+
+
 _FRAMEWORK_HINTS = (
     ("verl", ("verl.", "/verl/", "verl ", "main_ppo", "taskrunner", "workerdict", "actor_rollout_ref")),
     ("openrlhf", ("openrlhf", "train_ppo_ray", "actormodelrayactor")),
@@ -348,7 +357,7 @@ class SignatureScanner:
                         self._start_upgrade(line_no, s, self._upgrades[sig.id])
                     break
         phases = self._phases_in(low, t) if has_marker else ()
-        if any(tr in low for tr in self._gpu_triggers) and any(p.search(t) for p in self._gpu_patterns):
+        if any(tr in low for tr in self._gpu_triggers) and self._gpu_oom_reported(t):
             if not self._host_words.search(t) or "cuda" in low:
                 if len(self.gpu_oom) < MAX_LINES_KEPT:
                     phase = self._phase_before(phases)
@@ -362,6 +371,16 @@ class SignatureScanner:
             if len(target) < MAX_LINES_KEPT:
                 target.append((line_no, t[:300]))
         self._ring.append((line_no, t[:300], phases))
+
+    def _gpu_oom_reported(self, t: str) -> bool:
+        """Whether a GPU-OOM message on this line is reported, not hedged or avoided in the words before it in its
+        clause ("I set micro_batch_size = 2 to avoid the possibility of cuda out of memory"). Only the words before
+        the message: torch's own message goes on "... to avoid fragmentation" after it."""
+        for p in self._gpu_patterns:
+            m = p.search(t)
+            if m and not self._prose_exclude.search(_clause_head(t, m.start(), m.end())):
+                return True
+        return False
 
     def _prose_oom_excluded(self, t: str) -> bool:
         """A prose OOM that is not a report (hedged, negated, avoided, conditional). On a line that reports an
@@ -526,7 +545,7 @@ class SignatureScanner:
                 lines = ", ".join(str(n) for n, _ in self.oom_frames)
                 hit.note = f"phase from the traceback frames before the OOM line (lines {lines})"
             out.append(hit)
-            if phase is not None and not self.oom_frames and self.phase_lines <= 1:
+            if phase is not None and category != "oom_gpu" and not self.oom_frames and self.phase_lines <= 1:
                 # the phase is read from the OOM message's own words (vLLM's "No available memory for the cache
                 # blocks" is the engine's KV cache) and no other line shows a phase: the plain GPU OOM is named too
                 hit.note = "phase from the OOM message's own words, no traceback frame"
