@@ -94,9 +94,6 @@ DEVELOPMENT_MISSES: dict[str, str] = {
         "or infinite?) and a loss-curve image; fp16 is named only in the answer; no wording class reads 'loss 异常' as a "
         "non-finite loss without firing on every loss question"),
     # batch 13, read at round 12: no general rule found for these yet
-    "slime-1497-cuda-error-out-of-memory-rank3-after-rollout": (
-        "CUDA_ERROR_OUT_OF_MEMORY is now read as a GPU OOM (no longer weight sync), but the title's OOM takes its phase "
-        "from the rollout log lines after it (oom_rollout_wakeup); the thread names no phase (oom_gpu)"),
     "followcomplexinstruction-2-dpo-batch-missing-chosen-labels-trl-version": (
         "a batch without the key 'chosen_labels' in prose, the TRL version change only in the answer: no version or "
         "framework class in the report for the round-12 missing-attribute class to read"),
@@ -120,7 +117,7 @@ DEVELOPMENT_MISSES: dict[str, str] = {
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one
-fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too). Round 7: batch 8's ten documented misses, each caught by a framework string or a wording class tested on other wordings (tests/test_diagnosis_wording_classes.py, round 7). Round 10: batch 11's six misses, each caught by a general rule (round 10's tables there), none left."""
+fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too). Round 7: batch 8's ten documented misses, each caught by a framework string or a wording class tested on other wordings (tests/test_diagnosis_wording_classes.py, round 7). Round 10: batch 11's six misses, each caught by a general rule (round 10's tables there), none left. Round 13: six of batch 14's seven misses and five of round 12's six documented ones (slime-1497, openr1-365, azr-14, trl-4159, verl-3671) caught by general rules (round 13's tables); llamafactory-2819 and followcomplexinstruction-2 left."""
 
 
 @pytest.mark.parametrize("case_id", [c["id"] for c in CASES if c["split"] == "development"])

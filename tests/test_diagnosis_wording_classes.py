@@ -418,9 +418,13 @@ def test_ambiguous_reading_ranks_below_the_sure_one() -> None:
     found = diagnose_text("ValueError: No available memory for the cache blocks.\n").findings
     assert [f.category for f in found[:2]] == ["oom_rollout_wakeup", "oom_gpu"]
     assert found[0].confidence > found[1].confidence and found[0].score > found[1].score
-    framed = ('  File "/x/vllm/worker/worker.py", line 9, in determine_num_available_blocks\n'
+    framed = ('  File "/x/vllm/worker/model_runner.py", line 9, in execute_model\n'
               "ValueError: No available memory for the cache blocks.\n")
     assert "oom_gpu" not in _cats(framed)
+    # round 13: a start-up frame (the engine sizing its KV cache) is GPU memory at start, the phase-free category
+    startup = ('  File "/x/vllm/worker/worker.py", line 9, in determine_num_available_blocks\n'
+               "ValueError: No available memory for the cache blocks.\n")
+    assert _cats(startup)[:1] == ["oom_gpu"], _cats(startup)
 
 
 # ---------------------------------------------------------------- round 6 (batches 6 and 7's misses read)
@@ -999,6 +1003,20 @@ FIRST_R13 = [
     # an OOM named only as what a setting was meant to avoid, beside a real death
     ("I lowered the micro batch size to prevent CUDA out of memory errors, but the job still ends with:\n"
      "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n", "ray_actor_death"),
+    # an OOM named in a title above a log that shows a phase running and finishing, no frame: the phase is unknown
+    ("# CUDA out of memory on rank 2 after the rollout\n"
+     "Rollout generation: 100%|##########| 64/64 [03:10<00:00,  2.97s/it]\n"
+     "(SGLangEngine pid=7712) [2026-01-27 06:50:01 TP2] Cache flushed successfully!\n", "oom_gpu"),
+    # ... and above a traceback, its frames give the phase
+    ("# torch.OutOfMemoryError in the middle of training\n"
+     "Traceback (most recent call last):\n"
+     "  File \"/verl/workers/fsdp_workers.py\", line 611, in update_actor\n"
+     "    metrics = self.actor.update_policy(data=data)\n", "oom_actor_train"),
+    # vLLM's engine core failing a collective RPC while the store-backed group times out (TRL vllm_serve.py's weight calls)
+    ("[rank0]:[W1102 10:01:12 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=88, addr=[node1]:43110, "
+     "remote=[::ffff:10.0.0.9]:51216) timed out after 600000ms\n"
+     "(EngineCore_DP0 pid=3100) ERROR 11-02 10:01:12 [core.py:712] Invocation of collective_rpc method failed\n",
+     "vllm_weight_sync_failure"),
     # Trinity-RFT's trainer line, and the same failure worded by other stacks
     ("(Trainer pid=4410) ERROR 11-02 09:12:01 [trainer.py:160] Trainer synchronizing weights failed.\n",
      "vllm_weight_sync_failure"),
@@ -1045,6 +1063,8 @@ HEALTHY_R13 = [
     ("# vLLM computes log probs with temperature 1 by default (logprobs_mode)\n", "rollout_train_logprob_mismatch"),
     ("# the vllm engine returns the correct log probs for every token\n", "rollout_train_logprob_mismatch"),
     ("# we parse the JSON part of each tool call with json.loads\n", "tool_call_parse_errors"),
+    # a collective RPC failing without a store timeout: any engine RPC, not read as the weight update
+    ("ERROR 11-02 10:01:12 [core.py:712] Invocation of collective_rpc method failed\n", "vllm_weight_sync_failure"),
 ]
 
 

@@ -146,6 +146,10 @@ def _clause(text: str, at: int) -> str:
     return text[start:end]
 
 
+# a traceback frame line: CPython's 'File "<path>", line N, in f' and IPython's 'File ~/<path>:N, in f'
+_FRAME = re.compile(r'^\W{0,4}File [~"/]')
+
+
 def _clause_head(text: str, start: int, end: int) -> str:
     """``text`` from the start of the clause holding ``start`` up to ``end`` (the words that lead to a match)."""
     head = 0
@@ -261,6 +265,8 @@ class SignatureScanner:
         self.host_oom_prose: list[tuple[int, str]] = []
         self.host_leak: list[tuple[int, str]] = []  # prose naming a growing host memory (a leak)
         self.phase_first: dict[int, tuple[int, str]] = {}
+        self.phase_first_frame: dict[int, tuple[int, str]] = {}  # the same, on traceback frame lines only
+        self._frame_line = -2  # the last 'File "...", line N, in f' line: it and the code line after it are frames
         self.phase_lines = 0  # lines holding a phase marker (the OOM line itself may be one)
         self.framework_votes: dict[str, int] = {}
         self._votes_left = 500
@@ -290,6 +296,8 @@ class SignatureScanner:
             if len(t) == len(full):
                 t = full  # nothing came off
         prose = t.startswith("#")
+        if "File " in t[:8] and _FRAME.match(t):
+            self._frame_line = line_no  # a traceback frame: it and the code line after it (see _phases_in)
         low = t.lower()
         low_full = low if full is t else full.lower()
         if self._votes_left and self._any_hint.search(low_full):
@@ -450,8 +458,11 @@ class SignatureScanner:
         phases = tuple(i for i, (_, markers) in enumerate(self._phases) if any(mk in low for mk in markers))
         if phases:
             self.phase_lines += 1
+        frame = self.lines - self._frame_line in (0, 1)  # a frame line or the code line it shows
         for i in phases:
             self.phase_first.setdefault(i, (self.lines, t[:300]))
+            if frame:
+                self.phase_first_frame.setdefault(i, (self.lines, t[:300]))
         return phases
 
     def _phase_before(self, phases_here: tuple[int, ...]) -> int | None:
@@ -531,10 +542,12 @@ class SignatureScanner:
             out.append(hit)
         if self.gpu_oom:
             phase = next((p for _, _, p in self.gpu_oom if p is not None), None)
-            if phase is None and self.phase_first and all(text.startswith("#") for _, text, _ in self.gpu_oom):
-                # the OOM is named in a description (an issue title) above the pasted trace: its frames follow it
-                phase = min(self.phase_first)
-                self.oom_frames = [self.phase_first[phase]]
+            if phase is None and self.phase_first_frame and all(text.startswith("#") for _, text, _ in self.gpu_oom):
+                # the OOM is named in a description (an issue title) above the pasted trace: its frames follow it.
+                # Frames only: a log that shows a phase running (and finishing) before the OOM does not say the OOM
+                # happened in it (round 13: 'Rollout generation: 100%', 'Finish rollout' under a CUDA_ERROR title)
+                phase = min(self.phase_first_frame)
+                self.oom_frames = [self.phase_first_frame[phase]]
             category = self._phase_category(phase)
             hit = self._oom_hit(category)
             for n, text, _ in self.gpu_oom:
