@@ -136,7 +136,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (14, 25)
 """The validation batch (``VALIDATION_BATCH``, now 15) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 15 is measured); whoever measures it records the figure
@@ -179,6 +179,14 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 15 measured once at the round-13 freeze: 14/25 = 56% (goal 90%). Misses: "
+                   "five weight-sync failures (two logs with no finding: NCCL invalid usage when a vLLM client and "
+                   "server share a GPU, a vLLM fused-MoE weight-processing failure after an IPC weight update; three in "
+                   "prose: a sharded FSDP2 sync that silently corrupts the policy, a disk checkpoint deleted under "
+                   "another worker, a one-GPU server-mode NCCL error), two prose reports of a trainer/engine log-prob "
+                   "mismatch, an AttributeError from a version skew with no finding, a Markdown training report of "
+                   "entropy collapse, a prose report of degenerate repetition, and a NaN KL in prose read first as a "
+                   "metric artefact")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
