@@ -72,6 +72,8 @@ def load_cases(path: Path, *more: Path) -> list[TimeCase]:
 
 def predict(case: TimeCase, factors: dict[str, float]) -> tuple[float, float, float | None, str]:
     """(predicted, physical limit, predicted tokens/s/GPU, bottleneck) in the row's metric."""
+    if case.actor_mfu:
+        factors = {**factors, "observed_actor_mfu": case.actor_mfu}
     st = predict_step(case.plan, factors, sync_transport=case.sync_transport)
     if case.metric == "sync_s":
         ph = next(p for p in st.phases if p.phase == "weight_sync")

@@ -309,3 +309,27 @@ def test_easyr1_and_skyrl_rows_are_read_with_each_rows_model_gpu_and_batching() 
     old = {c.row: c for c in by_case["easyr1_baselines_geo3k_v0.3.0"]}["Qwen2.5-VL-7B H100 AMP 10/20"].plan
     assert not old.data.use_dynamic_bsz and old.data.micro_batch_size_per_gpu == 10
     assert all("not modelled" in c.skip_reason for c in by_case["skyrl_spec_decode_qwen3.5-9b_8xh100"])
+
+
+def test_a_rows_published_actor_mfu_sets_its_update_and_nothing_else() -> None:
+    """A row that publishes its actor MFU (veRL's perf/mfu/actor: 6N FLOPs over the update time) is
+    read as that row's own setting: the actor update runs at it, whatever the fitted train_mfu, and
+    every other phase is the model's."""
+    from advisor.placement.timemodel import predict_step
+
+    row = {"mode": "colocated sync", "model": "Qwen2.5-7B", "gpus": 8, "step_s": 100.0, "actor_mfu": 0.2}
+    doc = {"cases": [{"id": "mfu", "use_for": ["time_model"], "hardware": {"gpu": "H100", "count": 8},
+                      "outcome": {"rows": [row, {**row, "actor_mfu": None}]}}]}
+    with_mfu, without = time_cases(doc)
+    assert with_mfu.actor_mfu == 0.2 and without.actor_mfu is None
+    assert any("actor MFU 0.2" in note for note in with_mfu.inferred)
+
+    def phases(mfu: float | None, train_mfu: float) -> dict[str, float]:
+        f = {**default_factors(), "train_mfu": train_mfu, **({"observed_actor_mfu": mfu} if mfu else {})}
+        return {p.phase: p.seconds for p in predict_step(with_mfu.plan, f).phases}
+
+    a, b, c = phases(0.2, 0.5), phases(0.1, 0.5), phases(0.2, 0.25)
+    assert b["actor_update"] == pytest.approx(2 * a["actor_update"], rel=1e-3)
+    assert c["actor_update"] == pytest.approx(a["actor_update"], rel=1e-3)
+    assert {k: v for k, v in a.items() if k != "actor_update"} == {k: v for k, v in c.items() if k != "actor_update"}
+    assert phases(None, 0.25)["actor_update"] != pytest.approx(phases(None, 0.5)["actor_update"], rel=1e-3)

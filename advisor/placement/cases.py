@@ -44,6 +44,9 @@ class TimeCase(BaseModel):
     expert: bool = Field(False, description="The row is a published expert configuration.")
     sync_transport: str | None = Field(None, description="Weight-sync path the row measured (timemodel.TRANSPORTS); "
                                        "None = the layout's default.")
+    actor_mfu: float | None = Field(None, gt=0, le=1, description=(
+        "The row's own published actor MFU (veRL's perf/mfu/actor: 6N FLOPs of the update over the "
+        "update_policy time); when given, the actor update takes that efficiency instead of the fitted one."))
 
 
 def _gpu_name(text: str) -> str:
@@ -357,8 +360,13 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
                                rollout_memory_fraction=float(used["gpu_memory_utilization"]),
                                recompute=recompute))
         label = row.get("label") or (f"{row.get('mode')} {engine} {row_gpus} GPUs" if own else f"{row.get('mode')} {engine}")
+        mfu = row.get("actor_mfu")
+        if mfu:
+            inferred.append(f"actor update at the row's published actor MFU {float(mfu):g} (veRL perf/mfu/actor), "
+                            "not the fitted train efficiency")
         out.append(TimeCase(case=case["id"], row=label, plan=plan, metric="step_s",
-                            published=row["step_s"], inferred=inferred, expert=True))
+                            published=row["step_s"], inferred=inferred, expert=True,
+                            actor_mfu=float(mfu) if mfu else None))
         # the published phase breakdown identifies decode, forward and training efficiency separately
         for key, phases in PHASE_KEYS.items():
             if row.get(key):

@@ -421,6 +421,14 @@ class _Infeasible(Exception):
     """The time model cannot run this layout (e.g. the rollout engine has no KV cache)."""
 
 
+def pass_flops(arch: Arch, tokens: float, seq_sq: float, k: float) -> float:
+    """FLOPs of one pass over ``tokens`` (k = 2 forward, 6 forward + backward, 8 with full recompute):
+    k x active parameters per token plus the attention scores, k x sum(s^2) x head_dim x heads x
+    layers. With k = 6 it is veRL's FlopsCounter (verl/utils/flops_counter.py, the numerator of
+    perf/mfu/actor)."""
+    return k * arch.active * tokens + k * seq_sq * arch.head_dim * arch.heads * arch.layers
+
+
 def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, tokens: float,
                    seq_sq: float, k: float, eta: float, micro_tokens: float, mini_batches: int,
                    sharded_gather: bool, grad_bytes: float, lora: bool,
@@ -431,8 +439,7 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
     Python dispatch, paid once per forward-equivalent: a training pass counts k/2): negligible
     for large micro-batches on a GPU, all of the time for a tiny model on a CPU. ``etp`` is the
     expert layers' tensor-parallel size (advisor.resolve.expert_tensor_parallel; None = ``par.tp``)."""
-    flops = k * arch.active * tokens + k * seq_sq * arch.head_dim * arch.heads * arch.layers
-    compute = flops / (gpus * dev.peak_flops)
+    compute = pass_flops(arch, tokens, seq_sq, k) / (gpus * dev.peak_flops)
     mp = par.tp * par.pp * par.cp
     dp = max(gpus // mp, 1)
     # pipeline bubble: m micro-batches per DP rank and mini-batch
@@ -779,9 +786,18 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
                                             sharded_gather=sharded, grad_bytes=gb, lora=lora,
                                             act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"],
                                             etp=expert_tensor_parallel(plan, par))
-        phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_t,
-                             f"{k_train:.0f}N FLOPs/token{' (full recompute)' if recompute else ''}, "
-                             f"{mini_batches} optimizer steps"))
+        detail = f"{k_train:.0f}N FLOPs/token{' (full recompute)' if recompute else ''}, {mini_batches} optimizer steps"
+        observed = f.get("observed_actor_mfu") if role == "policy" else None
+        if observed:
+            # a measured actor MFU (veRL's definition: 6N FLOPs over the update_policy time) is the
+            # update's own efficiency, everything in it included (recompute, comm, launches)
+            secs = pass_flops(a, tokens * plan.algorithm.epochs_per_batch, seq_sq * plan.algorithm.epochs_per_batch,
+                              6.0) / (p.gpus * dev.peak_flops * observed)
+            bound, eta_used = "compute", observed
+            detail += f"; at the measured actor MFU {observed:g}"
+        else:
+            eta_used = eta_t
+        phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_used, detail))
         # offloaded states cross the host link every step. FSDP/Megatron offload moves the
         # parameter shards in and out around each of the two phases that use them; FSDP's
         # optimizer offload moves the states (fp32 master + Adam, 12 B/param) in and out once per
