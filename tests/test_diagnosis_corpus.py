@@ -61,9 +61,9 @@ def test_split_is_by_batch() -> None:
         assert c["split"] == ("validation" if c["batch"] >= acc.VALIDATION_BATCH else "development")
         parts.setdefault(c["source"], set()).add(c["split"])
     assert all(len(v) == 1 for v in parts.values()), "one thread's cases belong to one batch"
-    # batches 1 to 14 were read while the rules were written: never validation again
-    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 14)
-    assert acc.VALIDATION_BATCH >= 15
+    # batches 1 to 15 were read while the rules were written: never validation again
+    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 15)
+    assert acc.VALIDATION_BATCH >= 16
 
 
 def _thread(url: str) -> str:
@@ -88,6 +88,11 @@ def _result(case_id: str) -> tuple[bool, str]:
 
 
 DEVELOPMENT_MISSES: dict[str, str] = {
+    # batch 15, read at round 14: no general rule found for this one
+    "hfspace-trl-asyncgrpo-fp32-no-convergence": (
+        "the excerpt says only that an AsyncGRPO sanity run in the default FP32 precision did not converge; the "
+        "trainer/generator precision mismatch is named only in the title and subtitle left out of it, and no class "
+        "reads 'did not converge in FP32' as a log-prob mismatch without firing on every convergence question"),
     # batch 14, read at round 13: no general rule found for this one
     "llamafactory-2819-dpo-chinese-llama-fp16-loss-abnormal": (
         "a Chinese report of an 'abnormal' DPO loss whose only symptom is a rhetorical question (would the loss not be 0 "
@@ -117,7 +122,7 @@ DEVELOPMENT_MISSES: dict[str, str] = {
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one
-fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too). Round 7: batch 8's ten documented misses, each caught by a framework string or a wording class tested on other wordings (tests/test_diagnosis_wording_classes.py, round 7). Round 10: batch 11's six misses, each caught by a general rule (round 10's tables there), none left. Round 13: six of batch 14's seven misses and five of round 12's six documented ones (slime-1497, openr1-365, azr-14, trl-4159, verl-3671) caught by general rules (round 13's tables); llamafactory-2819 and followcomplexinstruction-2 left."""
+fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too). Round 7: batch 8's ten documented misses, each caught by a framework string or a wording class tested on other wordings (tests/test_diagnosis_wording_classes.py, round 7). Round 10: batch 11's six misses, each caught by a general rule (round 10's tables there), none left. Round 13: six of batch 14's seven misses and five of round 12's six documented ones (slime-1497, openr1-365, azr-14, trl-4159, verl-3671) caught by general rules (round 13's tables); llamafactory-2819 and followcomplexinstruction-2 left. Round 14: ten of batch 15's eleven misses caught by general rules (round 14's tables); hfspace-trl-asyncgrpo left."""
 
 
 @pytest.mark.parametrize("case_id", [c["id"] for c in CASES if c["split"] == "development"])
@@ -136,10 +141,10 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = (14, 25)
-"""The validation batch (``VALIDATION_BATCH``, now 15) as first measured, blind, at its rule freeze:
+MEASURED_VALIDATION: tuple[int, int] | None = None
+"""The validation batch (``VALIDATION_BATCH``, now 16) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
-measured (the validation tests skip until batch 15 is measured); whoever measures it records the figure
+measured (the validation tests skip until batch 16 is measured); whoever measures it records the figure
 here and in tests/cases/diagnosis/README.md (the history: batch 1's hash-split part 25/33 = 76%, batch 2
 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%, batch 5 19/29 = 66%; batches 6 and 7, measured
 together at the session-5 round-5 freeze: 12/24 and 12/24, 24/48 = 50%; batch 8 at the round-6 freeze:
@@ -150,7 +155,8 @@ development at round 9; batch 11 at the round-9 freeze: 9/15 = 60%, joined devel
 17/25, and 15/23 = 65% once two threads already in ../shared were removed; joined development at round 11; batch 13, two blind collectors (14 English threads
 aimed at metric questions, healthy runs and new projects; 14 threads found by error strings), at the round-11
 freeze: 17/28 = 61%, joined development at round 12; batch 14, two blind collectors, at the round-12
-freeze: 12/19 = 63%, joined development at round 13)."""
+freeze: 12/19 = 63%, joined development at round 13; batch 15, four blind collectors (18 threads of 13
+repositories, 7 web pages or posts), at the round-13 freeze: 14/25 = 56%, joined development at round 14)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -179,14 +185,6 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
-@pytest.mark.xfail(strict=True, reason="batch 15 measured once at the round-13 freeze: 14/25 = 56% (goal 90%). Misses: "
-                   "five weight-sync failures (two logs with no finding: NCCL invalid usage when a vLLM client and "
-                   "server share a GPU, a vLLM fused-MoE weight-processing failure after an IPC weight update; three in "
-                   "prose: a sharded FSDP2 sync that silently corrupts the policy, a disk checkpoint deleted under "
-                   "another worker, a one-GPU server-mode NCCL error), two prose reports of a trainer/engine log-prob "
-                   "mismatch, an AttributeError from a version skew with no finding, a Markdown training report of "
-                   "entropy collapse, a prose report of degenerate repetition, and a NaN KL in prose read first as a "
-                   "metric artefact")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""

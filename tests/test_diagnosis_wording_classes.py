@@ -1068,6 +1068,126 @@ HEALTHY_R13 = [
 ]
 
 
+# ----------------------------------------------------------------------------- round 14 (batch 15's misses)
+# Weight-update failures read from the frameworks' code: NCCL's duplicate-GPU refusal (src/init.c, ncclInvalidUsage) and
+# an NCCL error with the RL frameworks' weight-update group in view (`PyNcclCommunicator(pg, ...)` over a
+# StatelessProcessGroup: TRL vllm_client.py, OpenRLHF distributed_util.py, veRL distributed.py); a traceback through the
+# weight-update path (veRL update_weights_from_ipc, TRL _move_model_to_vllm / update_named_param, OpenRLHF update_weight,
+# NeMo-RL refit_policy_generation), a CUDA OOM in it still first; an AttributeError on a vLLM engine object (vLLM V1's
+# LLMEngine has no model_executor) as a version skew; a report's table with a step per column read as curves, and an
+# entropy that collapses from its peak; prose classes in other wordings: a weight update that fails or breaks the
+# policy, the log-prob mismatch named before its two sides, output degenerating into rows of a token, a quantity
+# turned into NaN, Chinese entropy collapse and heavy repetition.
+FIRST_R14 = [
+    ('  File "/openrlhf/utils/distributed_util.py", line 25, in stateless_init_process_group\n'
+     '    pynccl = PyNcclCommunicator(pg, device=device)\n'
+     'node1:2231:2231 [0] init.cc:871 NCCL WARN Duplicate GPU detected : rank 3 and rank 0 both on CUDA de'
+     'vice 1b000\n'
+     'RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)\n',
+     'vllm_weight_sync_failure'),
+    ('INFO vllm_client.py:201 init_communicator: world size 2\n'
+     'torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317,'
+     ' invalid usage, NCCL version 2.21.5\n'
+     'ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n',
+     'vllm_weight_sync_failure'),
+    ('Traceback (most recent call last):\n'
+     '  File "/trl/trainer/grpo_trainer.py", line 1201, in _generate\n'
+     '    self._move_model_to_vllm()\n'
+     '  File "/trl/trainer/grpo_trainer.py", line 988, in _move_model_to_vllm\n'
+     '    self.vllm_client.update_named_param(name, param.data)\n',
+     'vllm_weight_sync_failure'),
+    ('(LLMRayActor pid=812)   File "/openrlhf/trainer/ray/vllm_worker_wrap.py", line 48, in update_weight\n'
+     '(LLMRayActor pid=812)     self.model_runner.model.load_weights(weights=[(name, weight)])\n'
+     "(LLMRayActor pid=812) KeyError: 'model.layers.0.mlp.experts.w13_weight'\n",
+     'vllm_weight_sync_failure'),
+    ('  File "/nemo_rl/algorithms/grpo.py", line 512, in refit_policy_generation\n'
+     '    policy_generation.update_weights_from_ipc_handles(ipc_handles)\n'
+     'RuntimeError: shape mismatch for lm_head.weight\n',
+     'vllm_weight_sync_failure'),
+    ('  File "/verl/workers/rollout/vllm_rollout/utils.py", line 180, in update_weights_from_ipc\n'
+     '    buffer = rebuild_ipc(handle, self.device.index)\n'
+     'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n',
+     'oom_gpu'),
+    ('Traceback (most recent call last):\n'
+     '  File "/orz/vllm_engine.py", line 70, in offload\n'
+     '    return self.llm.llm_engine.model_executor.driver_worker.offload_cpu()\n'
+     "AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n",
+     'config_key_error'),
+    ("AttributeError: 'AsyncLLM' object has no attribute 'collective_rpc' after I upgraded vllm to 0.11\n",
+     'config_key_error'),
+]
+
+TOP3_R14 = [
+    ('# RuntimeError: NCCL error: invalid usage when the vllm server and the trainer run on a single GPU\n',
+     'vllm_weight_sync_failure'),
+    ('# the weight update fails on the second rollout worker because the checkpoint is gone\n',
+     'vllm_weight_sync_failure'),
+    ('# updating the policy weights in SGLang failed after step 20\n',
+     'vllm_weight_sync_failure'),
+    ('# with TP=4 the weight sync corrupts the model: rewards drop to zero at step 2\n',
+     'vllm_weight_sync_failure'),
+    ('# the policy is silently broken after every weight broadcast to vLLM\n',
+     'vllm_weight_sync_failure'),
+    ('# we see a discrepancy of token logprobs between vLLM and the Megatron trainer on the same sequences'
+     '\n',
+     'rollout_train_logprob_mismatch'),
+    ('# big training-inference mismatch once we enabled MoE routing replay off\n',
+     'rollout_train_logprob_mismatch'),
+    ('# after 300 steps the answers degenerate into strings of the same emoji\n',
+     'degenerate_repetition'),
+    ('# 训练后期模型输出出现严重重复，最后只剩同一句话\n',
+     'degenerate_repetition'),
+    ('# 训练到 300 步熵坍塌了，reward 也不涨了\n',
+     'entropy_collapse'),
+    ('# the fp16 overflow turns the advantages into NaN at step 40\n',
+     'grad_norm_nan'),
+    ('# a bad attention position makes the loss to be NaN on long prompts\n',
+     'grad_norm_nan'),
+    ('# long sequences are causing KL NaN with the reference worker in bf16\n',
+     'grad_norm_nan'),
+    ('| metric | Step 10 | Step 200 | Step 400 | note |\n'
+     '|---|---|---|---|---|\n'
+     '| actor/entropy | 0.9 | 1.4 | 0.35 | peak then fall |\n',
+     'entropy_collapse'),
+]
+
+# Near misses: the same names and words where nothing failed, or a conditional, a guard, a docstring.
+HEALTHY_R14 = [
+    ('NCCL INFO comm 0x5581 rank 0 nranks 2 cudaDev 0 busId 1b000 - Init COMPLETE\n'
+     'INFO vllm_client.py:201 init_communicator: world size 2\n',
+     None),
+    ('# NCCL reports invalid usage if two ranks share the same GPU; use separate devices\n',
+     'vllm_weight_sync_failure'),
+    ('# update_weights_from_ipc: receive the trained weights from the trainer over CUDA IPC\n',
+     'vllm_weight_sync_failure'),
+    ('def update_weights(self, weights):\n'
+     '    """Update weights; raises RuntimeError if the weight update fails."""\n',
+     'vllm_weight_sync_failure'),
+    ('# if the weight sync corrupts the policy, compare the log-probs before and after\n',
+     'vllm_weight_sync_failure'),
+    ('# we reload after each weight sync to avoid corrupting the model\n',
+     'vllm_weight_sync_failure'),
+    ("AttributeError: 'MyRewardHelper' object has no attribute 'cache'\n",
+     'config_key_error'),
+    ('# compare the log probabilities between rollout and training as a sanity check\n',
+     'rollout_train_logprob_mismatch'),
+    ('# 为了防止熵坍塌，我们用了 clip-higher\n',
+     'entropy_collapse'),
+    ('# 数据集中有大量重复数据，我们先去重\n',
+     'degenerate_repetition'),
+    ('# clamp the log-ratio so the k3 term never turns the KL into NaN\n',
+     None),
+    ('| metric | Step 10 | Step 200 | Step 400 |\n'
+     '|---|---|---|---|\n'
+     '| actor/entropy | 0.9 | 0.8 | 0.7 |\n',
+     'entropy_collapse'),
+    ('| metric | Step 10 | Step 200 | Step 400 | Step 600 |\n'
+     '|---|---|---|---|---|\n'
+     '| actor/entropy | 0.5 | 1.4 | 0.3 | 0.9 |\n',
+     'entropy_collapse'),
+]
+
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -1082,14 +1202,16 @@ def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
 
 _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "round5": FIRST_R5,
                       "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10,
-                      "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13})
+                      "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
+                      "round14": FIRST_R14})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
-                     "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13})
+                     "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
+                     "round14": TOP3_R14})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
-                        "round13": HEALTHY_R13}, healthy=True)
+                        "round13": HEALTHY_R13, "round14": HEALTHY_R14}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

@@ -153,6 +153,21 @@ def test_table_extract(shared_dir: Path) -> None:
     assert "reward_component:think_format_reward" in points[0].values
 
 
+def test_table_with_a_step_per_column() -> None:
+    """A report's table turned on its side (round 14): a metric per row, a step per column header; a column
+    without a step (a trend or note) is skipped, and a row whose first cell is no metric key is not read."""
+    text = ("| metric | Step 10 (early) | **step 200** | Step 400 | trend |\n|---|---|---|---|---|\n"
+            "| actor/entropy | 0.9 | 1.4 | 0.35 | falls |\n| critic/score/mean | 0.1 | 0.4 | 0.2 | - |\n"
+            "| notes | a | b | c | d |\n")
+    points = [p for p in parse_text(text) if p.values]
+    assert [(p.step, p.values) for p in points if "entropy" in p.values] == [
+        (10, {"entropy": 0.9}), (200, {"entropy": 1.4}), (400, {"entropy": 0.35})]
+    assert [p.step for p in points if "entropy" not in p.values] == [10, 200, 400]
+    # a plain per-metric summary table (no step in its header) still reads one value per metric
+    summary = parse_text("| metric | value |\n|---|---|\n| actor/entropy | 0.5 |\n")
+    assert [p.values for p in summary if p.values] == [{"entropy": 0.5}]
+
+
 # ----------------------------------------------------------------------------- formats and edge cases
 
 

@@ -124,9 +124,31 @@ def check_entropy_collapse(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit]
     elif drop >= p["warn_drop"] and tr.direction == "down":
         sev = "warning"
     else:
-        return []
+        return _entropy_fall_from_peak(ctx, vals, end, p)
     return [RuleHit(sev, f"Policy entropy fell {drop:.0%} (from {_fmt(start)} to {_fmt(end)}).",
                     [ctx.evidence("entropy", note=f"trend {tr.direction}, n={tr.n}")])]
+
+
+def _entropy_fall_from_peak(ctx: RuleContext, vals: list[float], end: float, p: dict[str, Any]) -> list[RuleHit]:
+    """Entropy that first rose (a warm-up, clip-higher, a temperature change) and then collapsed: the fall is
+    measured from the level it fell from, the highest value before the last third, not from the initial policy
+    (round 14: a report's step table 0.60 -> 0.73 -> 0.23). A warning at the rule's warn_drop, and only when
+    every point from the peak on falls (n < 6 after the peak) or the Mann-Kendall trend from the peak is down: one
+    high point followed by noise is not a collapse."""
+    head = vals[:len(vals) - max(1, len(vals) // 3)]
+    if not head:
+        return []
+    peak_at = max(range(len(head)), key=head.__getitem__)
+    peak, after = head[peak_at], vals[peak_at:]
+    if peak <= 0 or len(after) < 2 or 1.0 - end / peak < p["warn_drop"]:
+        return []
+    falling = all(b < a for a, b in zip(after, after[1:])) if len(after) < 6 else trend(after).direction == "down"
+    if not falling:
+        return []
+    steps = ctx.series("entropy").buckets()[0] if ctx.series("entropy") is not None else []
+    at = f" at step {steps[peak_at]}" if peak_at < len(steps) else ""
+    return [RuleHit("warning", f"Policy entropy fell {1.0 - end / peak:.0%} from its peak ({_fmt(peak)}{at}) to "
+                               f"{_fmt(end)}.", [ctx.evidence("entropy", note=f"fall from the peak, n={len(after)}")])]
 
 
 def check_entropy_explosion(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | None:

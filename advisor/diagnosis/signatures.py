@@ -401,11 +401,14 @@ class SignatureScanner:
         return True
 
     def _any_required(self) -> re.Pattern[str]:
-        """The requires_file patterns still unmet in one regex, searched on the lower-cased line (so they need
-        no IGNORECASE); compiled on the first line that holds a required word, again after one is met."""
+        """The requires_file patterns still unmet in one regex, searched on the lower-cased line; compiled on the
+        first line that holds a required word, again after one is met. A gate only (each row's own pattern decides
+        on the line as printed), compiled case-insensitive: a pattern that names a class in its own case
+        ('PyNcclCommunicator', 'StatelessProcessGroup') must still open the gate on the lower-cased line (round 14:
+        it did not, so those words never met a requirement on their own)."""
         if self._any_required_re is None:
             self._any_required_re = re.compile("|".join(f"(?:{p.removeprefix('(?i)')})" for sig in self._requiring
-                                                        for p in sig.requires) or "(?!)")
+                                                        for p in sig.requires) or "(?!)", re.IGNORECASE)
         return self._any_required_re
 
     def _words_in(self, low: str) -> set[str]:

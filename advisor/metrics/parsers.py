@@ -77,6 +77,8 @@ _WS_HEADER = re.compile(r"^(?:[A-Za-z_][\w/.@\-]*\s+){1,}[A-Za-z_][\w/.@\-]*$")
 _NO_VALUE = frozenset({"", "-", "--", "—", "–"})
 """A table cell that holds no value (a metric not logged at that row's step)."""
 _NOT_METRICS = frozenset({"step", "_step", "_runtime", "_timestamp", "_wandb"})
+_HEADER_STEP = re.compile(r"(?i)^\W*(?:global[_ ]step|step|iter(?:ation)?)\s*[:#=]?\s*(\d+)\b")
+"""A header cell that names a step ("Step 105 (mid)", "step 199", "iter 40"): a table whose columns are steps."""
 _STEP_COLUMNS = ("step", "Step", "_step", "global_step", "train/global_step", "training/global_step", "iteration",
                  "iter", "current_steps")
 
@@ -90,6 +92,11 @@ def _column_name(cell: str) -> str:
     if " - " in name:
         name = name.rsplit(" - ", 1)[1].strip()
     return name
+
+
+def _step_of_header(cell: str) -> int | None:
+    m = _HEADER_STEP.match(cell.strip().strip("*`_"))
+    return int(m.group(1)) if m else None
 
 
 def parse_number(text: str) -> float | None:
@@ -167,6 +174,7 @@ class LogReader:
         self._nemo_section = ""
         self._table: list[str] | None = None
         self._table_sep = ""
+        self._wide: list[int | None] | None = None  # the step of each column of a table whose columns are steps
 
     # ----------------------------------------------------------------- public API
 
@@ -453,6 +461,9 @@ class LogReader:
             cells = [c.strip() for c in t.split(sep)]
         if len(cells) < 2:
             return
+        if self._wide is not None and self._table_sep == sep and len(cells) == len(self._wide) \
+                and self._wide_row(cells, out):
+            return
         if sep in ("|", "\t") and self._summary_row(cells, out):
             return
         nums = [parse_number(c) if c else None for c in cells]
@@ -472,6 +483,24 @@ class LogReader:
                 all(len(c) < 160 for c in cells) and (sep != " " or _WS_HEADER.match(t)):
             self._table = [_column_name(c) for c in cells]
             self._table_sep = sep
+            steps = [_step_of_header(c) for c in cells]
+            # a report's table turned on its side: a metric per row, a step per column ("| metric | Step 1 | Step 105 |")
+            self._wide = steps if steps[0] is None and sum(x is not None for x in steps[1:]) >= 2 else None
+
+    def _wide_row(self, cells: list[str], out: list[MetricPoint]) -> bool:
+        """A row of a table whose header names a step per column (a training report's before/after table:
+        ``| actor/entropy | 0.60 | 0.73 | 0.23 | trend |``): one point per column that has a step, so the
+        metric rules read the row as the curve it is (a per-metric summary row would keep only the first value).
+        Columns without a step (a trend or comment column) are skipped."""
+        key = cells[0].strip("*`_ ")
+        if not key or " " in key or normalize_key(key) is None:
+            return False
+        before = self.points_read
+        for step, cell in zip(self._wide or (), cells):
+            num = parse_number(cell.strip("*`_ ")) if step is not None else None
+            if num is not None:
+                self._emit(out, {key: num}, step, self.line_no, "table")
+        return self.points_read > before
 
     def _summary_row(self, cells: list[str], out: list[MetricPoint]) -> bool:
         """A row of a per-metric summary table (``| `completions/clipped_ratio` | **1** | 39/40 |``): a
