@@ -461,9 +461,9 @@ class LogReader:
             cells = [c.strip() for c in t.split(sep)]
         if len(cells) < 2:
             return
-        if self._wide is not None and self._table_sep == sep and len(cells) == len(self._wide) \
-                and self._wide_row(cells, out):
-            return
+        if self._wide is not None and self._table_sep == sep and len(cells) == len(self._wide):
+            self._wide_row(cells, out)
+            return  # a row of a table whose columns are steps is never one step's record
         if sep in ("|", "\t") and self._summary_row(cells, out):
             return
         nums = [parse_number(c) if c else None for c in cells]
