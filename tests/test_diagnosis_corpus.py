@@ -141,7 +141,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (7, 18)
 """The validation batch (``VALIDATION_BATCH``, now 16) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 16 is measured); whoever measures it records the figure
@@ -185,6 +185,13 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 16 measured once at the round-14 freeze: 7/18 = 39% (goal 90%). Misses: "
+                   "nine prose or Markdown run reports with no finding (six of them the owners' write-ups of their own "
+                   "GRPO runs on Hugging Face Spaces and a research blog: reward hacking of an eval fallback and of an LLM "
+                   "judge, gradient collapse after SFT, a stalled run with zero-std reward groups, a KL of 10731 in one "
+                   "line, tool-call tags drifting; and entropy explosion, a LoRA sync left unmerged, a constant zero grad "
+                   "norm), a QLoRA weight load into an external vLLM server (log, no finding), and a rollout/actor "
+                   "probability mismatch read as a host OOM")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
