@@ -66,6 +66,10 @@ def test_a_case_without_use_for_is_read_not_dropped() -> None:
     cases = time_cases(doc)
     assert [c.case for c in cases] == ["bare", "bare"]
     assert cases[0].scored and cases[0].plan is not None and not cases[1].scored
+    # a value the row cannot take ("100 s" for a number) is one readable line naming the field
+    bad = time_cases({"cases": [{**doc["cases"][0], "outcome": {"rows": [{"mode": "colocated", "gpus": 8,
+                                                                           "step_s": "100 s"}]}}]})
+    assert not bad[0].scored and "\n" not in bad[0].skip_reason and "published" in bad[0].skip_reason
 
 
 def test_every_factor_has_a_published_range_and_stays_inside_it() -> None:

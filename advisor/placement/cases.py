@@ -723,7 +723,7 @@ def _rowwise(adapter: Any, case: dict[str, Any], extra: dict[str, ModelSpec]) ->
         except Exception as exc:  # noqa: BLE001 - reported per row, never hidden
             label = str(row.get("model") or row.get("mode") or row.get("model_size") or row.get("gpus") or i)
             got = [TimeCase(case=case["id"], row=label, metric="step_s", scored=False,
-                            skip_reason=f"row not understood: {type(exc).__name__}: {str(exc)[:160]}")]
+                            skip_reason=f"row not understood: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")]
         for c in got:
             if c.plan is not None:
                 c.plan = c.plan.model_copy(update={"name": f"{c.plan.name[:50]}-{i}"})
