@@ -4,11 +4,16 @@ The parsing is pure and lives in ``advisor.metrics``; this module only does the 
 bytes are decoded incrementally (a multi-byte character split across chunks is kept whole;
 undecodable bytes become U+FFFD instead of an exception), so a log of any size is read in one
 pass with memory bounded by the chunk size.
+
+A file that starts with a byte-order mark is read in the encoding the mark names: Windows
+PowerShell 5's ``python train.py > log.txt`` writes UTF-16 LE with a BOM, and Notepad saves UTF-8
+with one. The readers see UTF-8 text either way (a UTF-16 log is transcoded chunk by chunk).
 """
 
 from __future__ import annotations
 
 import codecs
+import itertools
 from pathlib import Path
 from typing import Iterator
 
@@ -28,33 +33,74 @@ def is_tensorboard_path(path: Path) -> bool:
     return False
 
 
-def read_head(path: Path, limit: int = HEAD_BYTES) -> str:
-    with open_input(path) as fh:  # confined to the allowed roots under an MCP call
-        return fh.read(limit).decode("utf-8", errors="replace")
+BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+"""Byte-order marks and the codec that reads past them (``utf-16`` reads the mark for the byte order)."""
 
 
-def iter_byte_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
-    """The file's raw bytes, ``chunk_bytes`` at a time (confined to the allowed roots)."""
-    with open_input(path) as fh:
-        while True:
-            block = fh.read(chunk_bytes)
-            if not block:
-                break
-            yield block
+def encoding_of(head: bytes) -> str:
+    """The codec a file's first bytes name by their byte-order mark; UTF-8 without one."""
+    return next((codec for bom, codec in BOMS if head.startswith(bom)), "utf-8")
+
+
+def _sniffed_chunks(path: Path, chunk_bytes: int) -> tuple[str, Iterator[bytes]]:
+    """(codec named by the byte-order mark, the file's raw blocks): blocks are joined until the
+    mark's three bytes are in view, so a tiny chunk size cannot split it."""
+    def blocks() -> Iterator[bytes]:
+        with open_input(path) as fh:  # confined to the allowed roots under an MCP call
+            while True:
+                block = fh.read(chunk_bytes)
+                if not block:
+                    break
+                yield block
+
+    it = blocks()
+    head = b""
+    while len(head) < len(codecs.BOM_UTF8):
+        block = next(it, None)
+        if block is None:
+            break
+        head += block
+    return encoding_of(head), itertools.chain((head,) if head else (), it)
 
 
 def iter_text_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[str]:
-    """The file's text, decoded incrementally (errors replaced), ``chunk_bytes`` at a time."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    with open_input(path) as fh:  # confined to the allowed roots under an MCP call
-        while True:
-            block = fh.read(chunk_bytes)
-            if not block:
-                break
-            yield decoder.decode(block)
+    """The file's text, decoded incrementally (errors replaced), ``chunk_bytes`` at a time, in
+    the encoding its byte-order mark names (UTF-8 without one)."""
+    codec, blocks = _sniffed_chunks(path, chunk_bytes)
+    decoder = codecs.getincrementaldecoder(codec)(errors="replace")
+    for block in blocks:
+        text = decoder.decode(block)
+        if text:
+            yield text
     tail = decoder.decode(b"", final=True)
     if tail:
         yield tail
+
+
+def iter_byte_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """The file's bytes as UTF-8, ``chunk_bytes`` at a time (confined to the allowed roots).
+
+    A file without a byte-order mark is passed through untouched (the fast path: the readers
+    decode only the lines that matter); a UTF-8 mark is dropped and a UTF-16 file transcoded."""
+    codec, blocks = _sniffed_chunks(path, chunk_bytes)
+    if codec == "utf-8":
+        yield from blocks
+        return
+    decoder = codecs.getincrementaldecoder(codec)(errors="replace")
+    for block in blocks:
+        text = decoder.decode(block)
+        if text:
+            yield text.encode("utf-8")
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail.encode("utf-8")
+
+
+def read_head(path: Path, limit: int = HEAD_BYTES) -> str:
+    """The file's first ``limit`` bytes as text (in the encoding its byte-order mark names)."""
+    with open_input(path) as fh:  # confined to the allowed roots under an MCP call
+        head = fh.read(limit)
+    return head.decode(encoding_of(head), errors="replace")
 
 
 def read_text_points(path: Path, fmt: str | None = None) -> Iterator[MetricPoint]:
