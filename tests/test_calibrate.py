@@ -73,8 +73,13 @@ def test_too_few_points_are_refused() -> None:
     with pytest.raises(AdvisorError) as err:
         calibrate_points(_plan(), pts, "x", "log")
     assert err.value.problems[0].field == "source" and "too few points" in str(err.value)
-    with pytest.raises(AdvisorError):
+    with pytest.raises(AdvisorError) as err:
         calibrate_points(_plan(), _points([{"actor/entropy": 1.0}] * 10), "x", "log")  # no timers at all
+    assert "no per-phase timers" in str(err.value)
+    # one pasted step: its timers are seen, and the message says the warm-up took them
+    with pytest.raises(AdvisorError) as err:
+        calibrate_points(_plan(), _points([{"timing_s/gen": 10.0, "timing_s/step": 20.0}]), "x", "log")
+    assert "1 logged step(s) with timers, none left after the warm-up" in str(err.value)
 
 
 def _synthetic(plan, truth):

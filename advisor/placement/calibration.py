@@ -348,7 +348,10 @@ def calibrate_points(plan: Plan, points: list[MetricPoint], name: str, source: s
     usable = {k: v for k, v in meas.items() if v[1] >= min_steps}
     model_groups = [g["name"] for g in tab["groups"] if g["factors"]]
     if not any(k in usable for k in model_groups):
-        seen = ", ".join(f"{k}: {v[1]} steps" for k, v in meas.items()) or "no per-phase timers or step times"
+        logged = max((len(v) for v in timers.values()), default=0)
+        seen = ", ".join(f"{k}: {v[1]} steps" for k, v in meas.items()) or (
+            f"{logged} logged step(s) with timers, none left after the warm-up" if logged
+            else "no per-phase timers or step times")
         raise AdvisorError(f"too few points to calibrate: need at least {min_steps} steps with timers after the "
                            f"{warm} warm-up step(s); found {seen}", field="source", value=source,
                            allowed=f"a run with >= {min_steps + warm} logged steps (veRL timing_s/*, "
