@@ -337,3 +337,51 @@ def test_a_rows_published_actor_mfu_sets_its_update_and_nothing_else() -> None:
     assert c["actor_update"] == pytest.approx(a["actor_update"], rel=1e-3)
     assert {k: v for k, v in a.items() if k != "actor_update"} == {k: v for k, v in c.items() if k != "actor_update"}
     assert phases(None, 0.25)["actor_update"] != pytest.approx(phases(None, 0.5)["actor_update"], rel=1e-3)
+
+
+def test_rows_of_a_shape_no_adapter_knows_are_read_by_the_generic_adapter() -> None:
+    """A hidden source written as case-level settings (under the names the frameworks use) and rows
+    of GPU counts and step times is scored with each row's own setting; a model or GPU type the
+    catalog lacks, or a row without a GPU count, is listed with that reason."""
+    doc = {"cases": [
+        {"id": "generic", "model": "Qwen2.5-7B-Instruct", "framework": "veRL (FSDP + vLLM)", "method": "GRPO",
+         "hardware": {"gpu": "H100 SXM"},
+         "settings": {"train_prompt_bsz": 128, "n_resp_per_prompt": 16, "max_response_length": "8K",
+                      "ppo_mini_batch_size": 32, "rollout_tp": 2, "gpu_memory_utilization": 0.7},
+         "outcome": {"status": "measured", "rows": [
+             {"gpus": 8, "step_s": 300},
+             {"gpus": 16, "step_time_s": "~170 s", "mean_response_length": 3000},
+             {"gpus": 16, "mode": "one-step-off", "split": "4:12", "step_s": 150},
+             {"gpus": 8, "model": "Mystery-9B", "step_s": 100},
+             {"step_s": 90}]}},
+        {"id": "generic_trl", "model": "Qwen2.5-1.5B-Instruct", "framework": "TRL GRPOTrainer",
+         "hardware": {"gpu": "A100-80G", "count": 8}, "settings": {"num_generations": 8},
+         "outcome": {"rows": [{"step_time_s": 30}]}},
+        "a stray string"]}
+    cases = time_cases(doc)
+    scored = [c for c in cases if c.scored and c.plan is not None]
+    listed = {c.row: c.skip_reason for c in cases if not c.scored}
+    assert len(scored) == 4 and len(listed) == 3
+    first, longer, async_row, trl = scored
+    assert first.plan.hardware.total_gpus == 8 and first.plan.algorithm.group_size == 16
+    assert first.plan.data.train_batch_size == 128 and first.plan.data.mini_batch_size == 32
+    assert first.plan.data.max_response_length == 8192 and first.plan.rollout.tp == 2
+    assert first.plan.memory.rollout_memory_fraction == 0.7 and first.plan.framework == "verl"
+    assert longer.published == 170 and longer.plan.data.mean_response_length == 3000
+    assert longer.plan.hardware.total_gpus == 16
+    assert async_row.plan.placement.mode == "one_step_off"
+    assert sorted(p.gpus for p in pools_of(async_row.plan)) == [4, 12]
+    assert trl.plan.framework == "trl" and trl.plan.algorithm.group_size == 8
+    assert any("max_response_length" in i for i in trl.inferred)  # what is not stated is listed
+    reasons = " | ".join(listed.values())
+    assert "'Mystery-9B' is not in the model catalog" in reasons
+    assert "GPU count is not stated" in reasons and "not a case: a str" in reasons
+
+
+def test_a_document_that_is_not_a_cases_file_is_refused_with_the_field() -> None:
+    from advisor.errors import AdvisorError
+
+    for bad in ([], {"cases": "x"}, None):
+        with pytest.raises(AdvisorError) as err:
+            time_cases(bad)
+        assert err.value.problems[0].field == "cases"

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from advisor.plan import (Algorithm, DataSpec, Hardware, MemoryKnobs, ModelSpec, Parallelism, Placement,
+from advisor.plan import (Algorithm, DataSpec, Hardware, MemoryKnobs, Method, ModelSpec, Parallelism, Placement,
                           Plan, Pool, RoleModel, Rollout)
 
 
@@ -593,6 +593,136 @@ def _unscored_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Ti
     return out
 
 
+# --------------------------------------------------------------------------- generic shape
+
+STEP_KEYS = ("step_s", "step_time_s", "time_per_step_s", "seconds_per_step", "s_per_step")
+"""Row keys that carry one step's wall-clock seconds (the generic adapter reads the first present)."""
+
+_ALIASES: dict[str, tuple[str, ...]] = {
+    # Plan field <- the setting names sources write (veRL data.*/rollout.*, the veRL recipes' shell
+    # variables, OpenRLHF flags, TRL GRPOConfig fields, NeMo-RL grpo.*); framework-specific meanings
+    # (OpenRLHF's train_batch_size counts samples, not prompts) are handled in _generic_batch
+    "train_batch_size": ("train_batch_size", "train_prompt_bsz", "num_prompts_per_step", "prompts_per_step",
+                         "rollout_batch_size", "global_batch_prompts"),
+    "mini_batch_size": ("ppo_mini_batch_size", "train_prompt_mini_bsz", "mini_batch_size"),
+    "group_size": ("rollout_n", "n", "n_resp_per_prompt", "n_samples_per_prompt", "num_generations",
+                   "num_generations_per_prompt", "group_size"),
+    "max_prompt_length": ("max_prompt_length", "prompt_max_len", "max_input_length", "max_prompt_len"),
+    "max_response_length": ("max_response_length", "generate_max_len", "max_completion_length",
+                            "max_new_tokens", "max_generation_length", "response_length"),
+    "mean_prompt_length": ("mean_prompt_length", "prompt_length_mean", "avg_prompt_length"),
+    "mean_response_length": ("mean_response_length", "response_length_mean", "avg_response_length",
+                             "mean_generation_length"),
+    "rollout_tp": ("rollout_tp", "gen_tp", "vllm_tensor_parallel_size", "vllm_tp", "rollout_tensor_parallel_size"),
+    "gpu_memory_utilization": ("gpu_memory_utilization", "vllm_gpu_memory_utilization", "vllm_gpu_memory_util"),
+}
+
+_FRAMEWORKS = (("openrlhf", "openrlhf"), ("nemo", "nemo_rl"), ("trl", "trl"), ("verl", "verl"))
+
+
+def _setting(merged: dict[str, Any], field: str) -> Any:
+    return next((merged[k] for k in _ALIASES[field] if merged.get(k) not in (None, "")), None)
+
+
+def _number(value: Any, field: str) -> float:
+    """A number a source wrote, possibly as text ("~420 (7 min)", "8K", "4,096")."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    m = re.match(r"\s*~?\s*([0-9][0-9,]*\.?[0-9]*)\s*([kK])?", str(value))
+    if not m:
+        raise ValueError(f"{field}: {value!r} is not a number")
+    return float(m.group(1).replace(",", "")) * (1024 if m.group(2) and "length" in field else
+                                                 1000 if m.group(2) else 1)
+
+
+def _generic_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[TimeCase]:
+    """Rows of any other shape that carry a step time (``STEP_KEYS``) of a setting the case or the
+    row states: model, GPU type and count, batch and lengths under the names the frameworks use
+    (``_ALIASES``), a ``mode`` or ``split`` for async layouts. What neither states is the Plan
+    default and is listed in ``inferred``; a model or GPU type the catalog lacks lists the row with
+    that reason (advisor.catalog), never a guess."""
+    out = []
+    hw = case.get("hardware") or {}
+    st = case.get("settings") or {}
+    fw_text = str(case.get("framework", "")).lower()
+    framework = next((fw for word, fw in _FRAMEWORKS if word in fw_text), "verl")
+    for i, row in enumerate(case["outcome"]["rows"]):
+        merged = {**st, **row}
+        key = next(k for k in STEP_KEYS if row.get(k) not in (None, ""))
+        published = _number(row[key], key)
+        model = str(row.get("model") or case.get("model") or "")
+        if not model or (extra.get(model) is None and _params_or_none(model) is None):
+            raise ValueError(f"model {model or '(none)'!r} is not in the model catalog")
+        gpu_text = row.get("gpu") or hw.get("gpu") or ""
+        gpu = _find_gpu(_gpu_name(gpu_text)) if gpu_text else None
+        if gpu is None:
+            raise ValueError(f"GPU type {gpu_text or '(not stated)'!r} is not in the GPU catalog")
+        gpus = int(_number(row.get("gpus") or row.get("gpu_count") or hw.get("count") or 0, "gpus"))
+        if gpus <= 0:
+            raise ValueError("the GPU count is not stated (row 'gpus' or hardware.count)")
+        method = str(row.get("method") or case.get("method") or "grpo").lower()
+        method = next((m.value for m in Method if re.match(rf"{m.value}\b", method.replace("-", "_"))), "grpo")
+        inferred = []
+        n = _setting(merged, "group_size")
+        batch = _setting(merged, "train_batch_size")
+        mini = _setting(merged, "mini_batch_size")
+        group = int(_number(n, "group_size")) if n is not None else (1 if method == "ppo" else 8)
+        if n is None:
+            inferred.append(f"group size {group} (not stated)")
+        if batch is None:
+            inferred.append("256 prompts per step (the Plan default; not stated)")
+        data: dict[str, Any] = {}
+        for field in ("max_prompt_length", "max_response_length", "mean_prompt_length", "mean_response_length"):
+            v = _setting(merged, field)
+            if v is not None:
+                data[field] = int(_number(v, field))
+            elif field.startswith("max_"):
+                inferred.append(f"{field} {DataSpec.model_fields[field].default} (the Plan default; not stated)")
+        if "mean_response_length" in data:
+            data["mean_response_length"] = min(data["mean_response_length"], data.get("max_response_length", 1024))
+        if batch is not None:
+            prompts = int(_number(batch, "train_batch_size"))
+            if framework == "openrlhf" and "rollout_batch_size" in merged:
+                prompts = int(_number(merged["rollout_batch_size"], "rollout_batch_size"))
+            data["train_batch_size"] = prompts
+        if mini is not None:
+            data["mini_batch_size"] = min(int(_number(mini, "mini_batch_size")), data.get("train_batch_size", 256))
+        tp = _setting(merged, "rollout_tp")
+        util = _setting(merged, "gpu_memory_utilization")
+        nodes = max(1, math.ceil(gpus / 8))
+        gpn = gpus // nodes
+        mode = _row_mode(row.get("mode") or st.get("mode") or "")
+        split = _row_split(row)
+        if mode == "colocated" and split:
+            mode = "split"
+        placement = Placement(mode=mode, pools=_pools_for(split[0], split[1], ["policy"])) if split and mode != "colocated" \
+            else Placement(mode="colocated")
+        if mode != "colocated" and not split:
+            inferred.append("a quarter of the GPUs generate (the split is not stated)")
+            placement = Placement(mode=mode, pools=_pools_for(max(1, gpus // 4), gpus - max(1, gpus // 4), ["policy"]))
+        plan = Plan(name=re.sub(r"[^a-z0-9-]", "-", f"{case['id']}-{i}".lower())[:60], method=method,
+                    framework=framework, hardware=Hardware(gpu=gpu, gpus_per_node=gpn, nodes=nodes),
+                    policy=_role(model, extra), algorithm=Algorithm(group_size=group),
+                    data=DataSpec(**data), rollout=Rollout(tp=int(_number(tp, "rollout_tp")) if tp else 1),
+                    placement=placement,
+                    memory=MemoryKnobs(**({"rollout_memory_fraction": float(_number(util, "gpu_memory_utilization"))}
+                                          if util is not None else {})))
+        if tp is None:
+            inferred.append("rollout TP 1 (not stated)")
+        label = str(row.get("label") or " ".join(str(x) for x in (row.get("model"), row.get("mode"),
+                                                                     f"{gpus} GPUs") if x))[:60]
+        out.append(TimeCase(case=case["id"], row=label, plan=plan, metric="step_s", published=published,
+                            inferred=inferred + ["read by the generic row adapter (no source-specific reading)"]))
+    return out
+
+
+def _params_or_none(name: str) -> float | None:
+    try:
+        return _params(name, {})
+    except KeyError:
+        return None
+
+
 # --------------------------------------------------------------------------- DS-Chat e2e shape
 
 
@@ -750,11 +880,27 @@ def _no_rows_reason(case: dict[str, Any]) -> str:
 def time_cases(doc: dict[str, Any], extra_models: dict[str, dict[str, Any]] | None = None) -> list[TimeCase]:
     """Every time row of a published-cases document, as TimeCase objects (shape-dispatched)."""
     extra = {name: ModelSpec(name=name, **dims) for name, dims in (extra_models or {}).items()}
+    from advisor.errors import AdvisorError
+
     out: list[TimeCase] = []
-    for case in doc.get("cases", []):
+    cases = doc.get("cases") if isinstance(doc, dict) else None
+    if not isinstance(cases, list):
+        raise AdvisorError("not a published-cases document", field="cases",
+                           value=type(cases).__name__ if cases is not None else "missing",
+                           allowed="a mapping with a 'cases' list (the schema of ../shared/cases/published-dev.yaml)")
+    for i, case in enumerate(cases):
+        if not isinstance(case, dict):
+            out.append(TimeCase(case=f"(case {i + 1})", row="(case)", metric="step_s", scored=False,
+                                skip_reason=f"not a case: a {type(case).__name__}, not a mapping with id, "
+                                            "hardware and outcome.rows"))
+            continue
+        case = {**case, "id": str(case.get("id") or f"(case {i + 1}, no id)")}
+        if not isinstance(case.get("outcome") or {}, dict):
+            case["outcome"] = {}
         # a case that names its uses is read only for these two; one that names none (a hidden
         # file written without the field) is read, so its rows are scored or listed, never dropped
-        if "use_for" in case and not {"time_model", "plan_placement"} & set(case.get("use_for") or []):
+        uses = case.get("use_for") or []
+        if "use_for" in case and not {"time_model", "plan_placement"} & set(uses if isinstance(uses, list) else [uses]):
             continue
         rows = (case.get("outcome") or {}).get("rows")
         if not (isinstance(rows, list) and rows and isinstance(rows[0], dict)):
@@ -774,6 +920,9 @@ def time_cases(doc: dict[str, Any], extra_models: dict[str, dict[str, Any]] | No
             adapter = _dschat_rows
         elif "throughput_samples_per_gpu_s" in first and "model" in first:
             adapter = _openrlhf_throughput_rows
+        elif any(r.get(k) not in (None, "") for r in rows if isinstance(r, dict) for k in STEP_KEYS) and not any(
+                k in first for k in ("not_read", "finding", "best_colocate_speedup", "result")):
+            adapter = _generic_rows
         else:
             adapter = _unscored_rows
         out += _rowwise(adapter, case, extra)
