@@ -18,6 +18,7 @@ def test_row_split_and_mode_are_read_per_row() -> None:
     assert _row_mode("fully_async") == "fully_async" and _row_mode("stream") == "fully_async"
     assert _row_mode("one_step_overlap_async") == "one_step_off"
     assert _row_mode("colocate_sync") == "colocated"
+    assert _row_mode("split sync") == "split" and _row_mode("split_async") == "one_step_off"
 
 
 def _doc(rows: list[dict]) -> dict:
@@ -385,3 +386,25 @@ def test_a_document_that_is_not_a_cases_file_is_refused_with_the_field() -> None
         with pytest.raises(AdvisorError) as err:
             time_cases(bad)
         assert err.value.problems[0].field == "cases"
+
+
+def test_a_split_sync_row_reads_its_pools_engine_concurrency_and_network() -> None:
+    """A synchronous run on disjoint pools (AReaL v0.1/v0.2: the engines on one half of the GPUs, the
+    trainer on the other, in lock-step) is read as the Plan's split placement with the row's own
+    pools, the script's engine concurrency (max_num_seqs) and the network the source states; a row
+    without these keys keeps the defaults (256 concurrent sequences, 400 Gb/s)."""
+    script = {"path": "s.sh", "tp": 1, "pp": 2, "max_num_seqs": 128, "dynamic_tokens": 1, "recompute": "full",
+              "offload": False}
+    row = {"mode": "split sync", "model": "Qwen2.5-7B", "gpus": 32, "split": "16:16", "step_s": 100.0}
+    doc = {"cases": [{"id": "split", "hardware": {"gpu": "H800", "inter_node_gbps": 3200},
+                      "settings": {"engine": "vLLM+Megatron", "rollout_tp": 4, "script": script},
+                      "outcome": {"rows": [row]}},
+                     {"id": "plain", "hardware": {"gpu": "H100", "count": 8},
+                      "outcome": {"rows": [{"mode": "colocated sync", "model": "Qwen2.5-7B", "gpus": 8,
+                                            "step_s": 100.0}]}}]}
+    split, plain = (c.plan for c in time_cases(doc))
+    assert split.placement.mode == "split" and sorted(p.gpus for p in pools_of(split)) == [16, 16]
+    assert split.rollout.max_num_seqs == 128 and split.rollout.tp == 4 and split.hardware.inter_node_gbps == 3200
+    assert (split.policy.parallel.tp, split.policy.parallel.pp) == (1, 2) and split.memory.train_backend == "megatron"
+    assert plain.placement.mode == "colocated"
+    assert plain.rollout.max_num_seqs == 256 and plain.hardware.inter_node_gbps == 400

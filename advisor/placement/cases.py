@@ -120,12 +120,16 @@ def _row_split(row: dict[str, Any], default: tuple[int, int] | None = None) -> t
 
 
 def _row_mode(text: Any) -> str:
-    """The layout a row's mode names: fully_async, one_step_off or colocated (sync)."""
+    """The layout a row's mode names: fully_async, one_step_off, split (synchronous, generation and
+    training on disjoint GPUs in lock-step, e.g. AReaL v0.1/v0.2's ``vllm.dXmY+dZpW`` allocations)
+    or colocated (sync)."""
     t = str(text or "").lower().replace("-", "_").replace(" ", "_")
     if "fully" in t or "stream" in t or "partial" in t:
         return "fully_async"
     if "async" in t or "off" in t or "overlap" in t:
         return "one_step_off"
+    if "split" in t or "disjoint" in t:
+        return "split"
     return "colocated"
 
 
@@ -265,9 +269,12 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
     Which script: a ``script:`` block the case (``settings.script``) or the row carries, with the
     keys of _VERL_OSO_SCRIPTS plus ``path``, ``rollout_tp``, ``sp``, ``fsdp_size``, ``cp``, ``ep``, ``etp``,
     ``gpu_memory_utilization``, ``dynamic_tokens`` (token budget per GPU as a multiple of prompt +
-    response; 0 = fixed micro-batches), ``recompute``, ``kl`` (a reference model for a KL loss)
-    and ``ref_offload``; keys it does not give come from the one-step-off recipe
-    (_VERL_OSO_SCRIPTS), the only script the doc of the first such case names.
+    response; 0 = fixed micro-batches), ``recompute``, ``kl`` (a reference model for a KL loss),
+    ``ref_offload`` and ``max_num_seqs`` (the engine's concurrent sequences, 256 when absent); keys
+    it does not give come from the one-step-off recipe (_VERL_OSO_SCRIPTS), the only script the doc
+    of the first such case names. A row's mode may also name a synchronous ``split`` (generation
+    and training on disjoint pools in lock-step), and a row or the case's hardware an
+    ``inter_node_gbps`` (the per-node network the source states; 400 when absent).
 
     A row may carry its own ``gpu`` (a table that mixes GPU types in one source, e.g. EasyR1's
     baselines) and a ``label`` (rows that differ only in model or GPU would otherwise share one)."""
@@ -339,9 +346,11 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
                                                                 roles=[*roles, "rollout"])])
         prompt_max = int(used["max_prompt_length"])
         model = row.get("model") or case.get("model", "Qwen2.5-Math-7B")
+        net = row.get("inter_node_gbps", hw.get("inter_node_gbps"))
         plan = Plan(
             name=f"verl-osoff-{i}", method=str(row.get("method", st.get("method", "dapo"))).lower(), framework="verl",
-            hardware=Hardware(gpu=gpu, gpus_per_node=gpn, nodes=nodes),
+            hardware=Hardware(gpu=gpu, gpus_per_node=gpn, nodes=nodes,
+                              **({"inter_node_gbps": float(net)} if net else {})),
             policy=_role(model, extra,
                          parallel=Parallelism(tp=script["tp"], pp=script["pp"], cp=int(script.get("cp", 1)),
                                               ep=int(script.get("ep", 1)),
@@ -354,7 +363,8 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
                           mean_response_length=min(int(used["mean_response_length"]), resp_max),
                           **({"use_dynamic_bsz": True, "max_token_len_per_gpu": int((prompt_max + resp_max) * dyn)}
                              if dyn else {"micro_batch_size_per_gpu": int(script.get("micro", 1))})),
-            rollout=Rollout(tp=int(used["rollout_tp"]), max_num_seqs=256), placement=placement,
+            rollout=Rollout(tp=int(used["rollout_tp"]), max_num_seqs=int(script.get("max_num_seqs", 256))),
+            placement=placement,
             memory=MemoryKnobs(train_backend="megatron" if megatron else "fsdp2", param_offload=offload,
                                optimizer_offload=offload,
                                rollout_memory_fraction=float(used["gpu_memory_utilization"]),
