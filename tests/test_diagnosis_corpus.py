@@ -61,9 +61,9 @@ def test_split_is_by_batch() -> None:
         assert c["split"] == ("validation" if c["batch"] >= acc.VALIDATION_BATCH else "development")
         parts.setdefault(c["source"], set()).add(c["split"])
     assert all(len(v) == 1 for v in parts.values()), "one thread's cases belong to one batch"
-    # batches 1 to 15 were read while the rules were written: never validation again
-    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 15)
-    assert acc.VALIDATION_BATCH >= 16
+    # batches 1 to 16 were read while the rules were written: never validation again
+    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 16)
+    assert acc.VALIDATION_BATCH >= 17
 
 
 def _thread(url: str) -> str:
@@ -88,6 +88,16 @@ def _result(case_id: str) -> tuple[bool, str]:
 
 
 DEVELOPMENT_MISSES: dict[str, str] = {
+    # batch 16, read at round 15: no general rule found for these two (the owners' write-ups of one Space)
+    "hfspace-chargebackops-grpo-eval-fallback-spec-gaming": (
+        "an eval-score table whose last three GRPO checkpoints equal the heuristic baseline bit for bit, and a rollout "
+        "whose completions are one invalid action each: the gaming is of the eval helper's fallback to the heuristic, "
+        "which no metric or wording in the excerpt names; reading 'scores equal to a baseline' as a shortcut would fire "
+        "on every run that merely matches its baseline"),
+    "hfspace-chargebackops-grpo-post-sft-gradient-collapse": (
+        "one row of a cross-iteration summary table ('grad_norm > 0.005 freq' 5%, 'KL max' 0, 'Entropy max' 0.017): the "
+        "vanishing gradient is in a column that counts steps above a threshold; a reader of such derived columns, or "
+        "of 'KL max 0' as a policy that never moved, would be fitted to this one table"),
     # batch 15, read at round 14: no general rule found for this one
     "hfspace-trl-asyncgrpo-fp32-no-convergence": (
         "the excerpt says only that an AsyncGRPO sanity run in the default FP32 precision did not converge; the "
@@ -122,7 +132,7 @@ DEVELOPMENT_MISSES: dict[str, str] = {
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one
-fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too). Round 7: batch 8's ten documented misses, each caught by a framework string or a wording class tested on other wordings (tests/test_diagnosis_wording_classes.py, round 7). Round 10: batch 11's six misses, each caught by a general rule (round 10's tables there), none left. Round 13: six of batch 14's seven misses and five of round 12's six documented ones (slime-1497, openr1-365, azr-14, trl-4159, verl-3671) caught by general rules (round 13's tables); llamafactory-2819 and followcomplexinstruction-2 left. Round 14: ten of batch 15's eleven misses caught by general rules (round 14's tables); hfspace-trl-asyncgrpo left."""
+fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too). Round 7: batch 8's ten documented misses, each caught by a framework string or a wording class tested on other wordings (tests/test_diagnosis_wording_classes.py, round 7). Round 10: batch 11's six misses, each caught by a general rule (round 10's tables there), none left. Round 13: six of batch 14's seven misses and five of round 12's six documented ones (slime-1497, openr1-365, azr-14, trl-4159, verl-3671) caught by general rules (round 13's tables); llamafactory-2819 and followcomplexinstruction-2 left. Round 14: ten of batch 15's eleven misses caught by general rules (round 14's tables); hfspace-trl-asyncgrpo left. Round 15: nine of batch 16's eleven misses caught by general rules (round 15's tables and the prose metric reader); the two ChargebackOps write-ups left."""
 
 
 @pytest.mark.parametrize("case_id", [c["id"] for c in CASES if c["split"] == "development"])
@@ -141,10 +151,10 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = (7, 18)
-"""The validation batch (``VALIDATION_BATCH``, now 16) as first measured, blind, at its rule freeze:
+MEASURED_VALIDATION: tuple[int, int] | None = None
+"""The validation batch (``VALIDATION_BATCH``, now 17) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
-measured (the validation tests skip until batch 16 is measured); whoever measures it records the figure
+measured (the validation tests skip until batch 17 is measured); whoever measures it records the figure
 here and in tests/cases/diagnosis/README.md (the history: batch 1's hash-split part 25/33 = 76%, batch 2
 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%, batch 5 19/29 = 66%; batches 6 and 7, measured
 together at the session-5 round-5 freeze: 12/24 and 12/24, 24/48 = 50%; batch 8 at the round-6 freeze:
@@ -156,7 +166,9 @@ development at round 9; batch 11 at the round-9 freeze: 9/15 = 60%, joined devel
 aimed at metric questions, healthy runs and new projects; 14 threads found by error strings), at the round-11
 freeze: 17/28 = 61%, joined development at round 12; batch 14, two blind collectors, at the round-12
 freeze: 12/19 = 63%, joined development at round 13; batch 15, four blind collectors (18 threads of 13
-repositories, 7 web pages or posts), at the round-13 freeze: 14/25 = 56%, joined development at round 14)."""
+repositories, 7 web pages or posts), at the round-13 freeze: 14/25 = 56%, joined development at round 14;
+batch 16, two blind collectors (12 recent threads of 9 repositories, 6 owners' run reports on web pages), at the
+round-14 freeze: 7/18 = 39%, joined development at round 15)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -185,13 +197,6 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
-@pytest.mark.xfail(strict=True, reason="batch 16 measured once at the round-14 freeze: 7/18 = 39% (goal 90%). Misses: "
-                   "nine prose or Markdown run reports with no finding (six of them the owners' write-ups of their own "
-                   "GRPO runs on Hugging Face Spaces and a research blog: reward hacking of an eval fallback and of an LLM "
-                   "judge, gradient collapse after SFT, a stalled run with zero-std reward groups, a KL of 10731 in one "
-                   "line, tool-call tags drifting; and entropy explosion, a LoRA sync left unmerged, a constant zero grad "
-                   "norm), a QLoRA weight load into an external vLLM server (log, no finding), and a rollout/actor "
-                   "probability mismatch read as a host OOM")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""

@@ -1188,6 +1188,63 @@ HEALTHY_R14 = [
 ]
 
 
+# ----------------------------------------------------------------------------- round 15 (batch 16's misses)
+# Owners' run reports and threads, read from the frameworks' code and the taxonomy: the engine-side weight-update call
+# of the RL frameworks' vLLM worker extensions (`self.model_runner.model.load_weights(weights=...)`: TRL vllm_serve.py,
+# OpenRLHF vllm_worker_wrap.py) in a traceback; prose classes in other wordings than the cases': a failure named before
+# the weight sync, an entropy that explodes (adjective first), TRL's frac_reward_zero_std at 1, a gradient norm told as
+# zero, the agent protocol's tags swapped or drifting, a judge's "correct" answers that do not hold the reference, and
+# veRL's rollout-vs-actor probability check (calculate_debug_metrics) named as out of range. A narrated metric
+# ("KL = 3400 at step 180") is read as points by the prose reader (tests/test_readers.py).
+FIRST_R15 = [
+    ('(EngineCore_DP0 pid=11) ERROR [core.py:780] Traceback (most recent call last):\n'
+     '(EngineCore_DP0 pid=11) ERROR [core.py:780]   File "/x/worker_ext.py", line 57, in receive_weights\n'
+     '(EngineCore_DP0 pid=11) ERROR [core.py:780]     self.model_runner.model.load_weights(weights=batch)\n'
+     '(EngineCore_DP0 pid=11) ERROR [core.py:780]   File "/vllm/model_executor/models/llama.py", line 500, in load_weights\n'
+     "(EngineCore_DP0 pid=11) ERROR [core.py:780] KeyError: 'lora_A'\n",
+     'vllm_weight_sync_failure'),
+    ('(VllmWorker pid=9)   File "/my_pkg/ext.py", line 30, in push\n'
+     '(VllmWorker pid=9)     self.model_runner.model.load_weights(weights=[(name, tensor)])\n'
+     '(VllmWorker pid=9) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB\n',
+     'oom_gpu'),
+    ('# at step 180 the run blew up: KL = 3400 at step 180\n', 'kl_explosion'),
+]
+
+TOP3_R15 = [
+    ('LoRA training fails on the first weight broadcast\n', 'vllm_weight_sync_failure'),
+    ('the trainer crashed during the weight update to SGLang at step 12\n', 'vllm_weight_sync_failure'),
+    ('we see skyrocketing policy entropy and garbled text after step 50\n', 'entropy_explosion'),
+    ('# frac_reward_zero_std stuck at 1.0 for the whole run, nothing learns\n', 'zero_variance_groups'),
+    ('| metric | value |\n|---|---|\n| note | frac_reward_zero_std = 100% from the first step |\n', 'zero_variance_groups'),
+    ('gradient norm stays at zero for all 500 steps\n', 'vanishing_gradient'),
+    ('训练了很久，梯度范数一直为0\n', 'vanishing_gradient'),
+    ('The policy emits <answer> rather than <search> after 100 steps\n', 'agent_format_protocol_failure'),
+    ('after GRPO the model drifted its special tokens and stopped calling tools\n', 'agent_format_protocol_failure'),
+    ('only 12% of the "solved" answers contain the gold answer\n', 'reward_hacking'),
+    ('many outputs were graded as correct by the judge but did not contain the reference answer\n', 'reward_hacking'),
+    ('the rollout_probs_diff_max is far above 0.5 on every step with sglang\n', 'rollout_train_logprob_mismatch'),
+    ('very high training/rollout_probs_diff_mean after switching to fp8\n', 'rollout_train_logprob_mismatch'),
+    ('Our second run: the kl went from 0.02 to 45 within twenty steps.\n', 'kl_explosion'),
+]
+
+HEALTHY_R15 = [
+    ('# if the grad norm is 0, check that the LoRA parameters require grad\n', 'vanishing_gradient'),
+    ('grad_norm is 0.34 at step 10 and falls slowly\n', 'vanishing_gradient'),
+    ('the grad norm is not 0 on any step\n', 'vanishing_gradient'),
+    ('# use <answer> instead of <tool_call> for the final reply\n', 'agent_format_protocol_failure'),
+    ('# frac_reward_zero_std < 1 means at least one group had spread\n', 'zero_variance_groups'),
+    ('frac_reward_zero_std = 0.25 at step 40\n', 'zero_variance_groups'),
+    ('# we lowered clip_ratio_high to avoid exploding entropy\n', 'entropy_explosion'),
+    ('rollout_probs_diff_mean stays at 0.002, well within 0.01\n', 'rollout_train_logprob_mismatch'),
+    ('the judge marked 80% as correct and all contained the reference answer\n', 'reward_hacking'),
+    ('# returns False if the adapter fails on the first weight update\n', 'vllm_weight_sync_failure'),
+    ('def receive(self, batch):\n    self.model_runner.model.load_weights(weights=batch)\n', 'vllm_weight_sync_failure'),
+    ('kl_coef=0.001 at step 0, beta=0.04\n', None),
+    ('KL was 0.02 at step 300, entropy 0.6 at step 300\n', 'kl_explosion'),
+    ('the entropy went from 0.9 to 0.7 over 300 steps\n', 'entropy_collapse'),
+]
+
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -1203,15 +1260,15 @@ def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
 _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "round5": FIRST_R5,
                       "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10,
                       "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
-                      "round14": FIRST_R14})
+                      "round14": FIRST_R14, "round15": FIRST_R15})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
-                     "round14": TOP3_R14})
+                     "round14": TOP3_R14, "round15": TOP3_R15})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
-                        "round13": HEALTHY_R13, "round14": HEALTHY_R14}, healthy=True)
+                        "round13": HEALTHY_R13, "round14": HEALTHY_R14, "round15": HEALTHY_R15}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

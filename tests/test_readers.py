@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from advisor.metrics import (LogReader, SeriesStore, TrainerStateReader, detect_format, make_reader,
                              parse_number, parse_text)
+from advisor.diagnosis import diagnose_text
 from rl_advisor.metric_files import read_points
 
 
@@ -166,6 +167,45 @@ def test_table_with_a_step_per_column() -> None:
     # a plain per-metric summary table (no step in its header) still reads one value per metric
     summary = parse_text("| metric | value |\n|---|---|\n| actor/entropy | 0.5 |\n")
     assert [p.values for p in summary if p.values] == [{"entropy": 0.5}]
+
+
+def test_prose_statements_of_a_metric() -> None:
+    """A run report's sentences (round 15): a metric's value tied to a step, either order, and a change from one
+    value to another, read as points (capitalised names as sentences write them); a setting, a value without a step
+    and a change the writer made to a setting are not metrics."""
+    text = ("In the first run KL = 3400 at step 180, then it recovered.\n"
+            "At step 40, loss=nan and everything after was garbage\n"
+            "Entropy dropped sharply from 0.9 to 0.02.\n"
+            "the grad_norm of 0.8 around iteration 12 was fine\n")
+    got = [(p.step, p.values) for p in parse_text(text) if p.values]
+    assert got[0] == (180, {"kl": 3400.0})
+    assert got[1][0] == 40 and math.isnan(got[1][1]["loss"])
+    assert [v for _, v in got[2:4]] == [{"entropy": 0.9}, {"entropy": 0.02}]
+    assert got[4] == (12, {"grad_norm": 0.8})
+    for text in ("beta=0.04 at step 0\n", "I increased the kl_coef from 0.01 to 0.1\n",
+                 "we trained 300 steps with a kl of 0.1 in the end\n", "the learning rate went from 1e-6 to 1e-5\n",
+                 "the run moved from 8 to 16 GPUs at step 100\n"):
+        assert [p.values for p in parse_text(text) if p.values] == [], text
+
+
+@pytest.mark.parametrize("text", [
+    "In our first run the KL exploded: KL of 5200 at step 90.\n",
+    "At step 90 the kl reached 5200 and the outputs were gibberish.\n",
+    "the kl went from 0.05 to 5200 within 40 steps\n",
+    "step 90: kl=5200 (it was 0.05 before)\n",
+])
+def test_a_narrated_kl_explosion_reads_the_same_in_every_phrasing(text: str) -> None:
+    """The metric rules read a narrated run whatever its phrasing (round 15): each sentence gives the KL rule its
+    points, and it fires as it does on a log; a KL the report states as small does not."""
+    d = diagnose_text(text)
+    assert [f.category for f in d.findings][:1] == ["kl_explosion"], d.findings
+    assert d.findings[0].evidence[0].kind == "metric"
+
+
+@pytest.mark.parametrize("text", ["KL was 0.02 at step 300, entropy 0.6 at step 300\n",
+                                  "the kl went from 0.01 to 0.03 over training\n"])
+def test_a_narrated_healthy_kl_does_not_fire(text: str) -> None:
+    assert "kl_explosion" not in [f.category for f in diagnose_text(text).findings]
 
 
 # ----------------------------------------------------------------------------- formats and edge cases

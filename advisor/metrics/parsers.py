@@ -79,6 +79,28 @@ _NO_VALUE = frozenset({"", "-", "--", "—", "–"})
 _NOT_METRICS = frozenset({"step", "_step", "_runtime", "_timestamp", "_wandb"})
 _HEADER_STEP = re.compile(r"(?i)^\W*(?:global[_ ]step|step|iter(?:ation)?)\s*[:#=]?\s*(\d+)\b")
 """A header cell that names a step ("Step 105 (mid)", "step 199", "iter 40"): a table whose columns are steps."""
+_NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|nan|NaN|inf|Inf"
+_PROSE_KEY = r"(?<![\w/.@\-])(?P<key>[A-Za-z_][\w/.@\-]*[A-Za-z0-9_])"
+_PROSE_STEP = r"(?:at|on|by|around|near|after|in)\s+(?:around\s+|about\s+|roughly\s+)?(?:training\s+|global\s+)?(?:step|iteration|iter)\s*#?\s*(?P<step>\d+)\b"
+_PROSE_AT_STEP = re.compile(
+    _PROSE_KEY + r"\s*(?:=|:|\b(?:of|was|is|were|reached|hit|hits|hitting|at|to|rose to|jumped to|fell to|dropped to|"
+    r"spiked to|exploded to|collapsed to|went to|climbed to)\b)\s*~?(?P<val>" + _NUM + r")(?![\w%]|\.\d)\s*,?\s*" + _PROSE_STEP,
+    re.IGNORECASE)
+_PROSE_STEP_FIRST = re.compile(
+    r"(?:\b(?:at|on|by|around|after)\s+|^\W*)(?:around\s+|about\s+)?(?:training\s+|global\s+)?(?:step|iteration|iter)\s*#?\s*"
+    r"(?P<step>\d+)\s*[,:]?\s*(?:the\s+)?" + _PROSE_KEY + r"\s*(?:=|:|\b(?:was|is|of|reached|hit|rose to|jumped to|"
+    r"fell to|dropped to|spiked to|exploded to|collapsed to|went to|climbed to)\b)\s*~?(?P<val>" + _NUM + r")(?![\w%]|\.\d)",
+    re.IGNORECASE)
+_PROSE_FROM_TO = re.compile(
+    _PROSE_KEY + r"\s+(?:\w+\s+){0,2}?(?:went|goes|go|rose|rises|fell|falls|dropped|drops|jumped|jumps|climbed|climbs|"
+    r"increased|increases|decreased|decreases|declined|declines|grew|grows|collapsed|collapses|exploded|explodes|"
+    r"spiked|spikes|surged|surges|plummeted|plummets|shot up|shoots up|blew up|moved|changed)\s+(?:\w+\s+)?from\s+~?"
+    r"(?P<a>" + _NUM + r")(?![\w%]|\.\d)\s+to\s+~?(?P<b>" + _NUM + r")(?![\w%]|\.\d)", re.IGNORECASE)
+"""Prose statements of a metric's value, as run reports write them: ``kl=10731 at step 205``, ``the entropy was 0.02
+at step 300``, ``at step 40, loss=nan``, ``entropy fell from 1.2 to 0.01``. Only keys the metric vocabulary knows are
+read (a setting such as ``beta=0.04 at step 0`` is not a metric), and only a value tied to a step or a change from one
+value to another: a single number in a sentence is not a curve. A line that opens with its step (``step 90: kl=5200``)
+ties the value to it as well."""
 _STEP_COLUMNS = ("step", "Step", "_step", "global_step", "train/global_step", "training/global_step", "iteration",
                  "iter", "current_steps")
 
@@ -401,6 +423,8 @@ class LogReader:
         if ":" in t or "=" in t:
             if self._kv_line(t, out):
                 return
+        if ("step" in t or "Step" in t or "iter" in t or " from " in t) and " " in t and self._prose_line(t, out):
+            return
         if self._table_sep == " " or (" " in t and _WS_HEADER.match(t)):
             self._table_line(t, out, " ")
 
@@ -542,6 +566,49 @@ class LogReader:
         before = self.points_read
         self._emit(out, raw, step, self.line_no, "key_value")
         return self.points_read > before
+
+    def _prose_line(self, t: str, out: list[MetricPoint]) -> bool:
+        """A run report's sentence that states a metric's value at a step or its change (``_PROSE_AT_STEP``):
+        one point per value, so the metric rules read a narrated run as they read its log."""
+        before = self.points_read
+        for rx in (_PROSE_AT_STEP, _PROSE_STEP_FIRST):
+            for m, key in _keyed_matches(rx, t):
+                num = parse_number(m.group("val"))
+                if num is not None:
+                    self._emit(out, {key: num}, int(m.group("step")), self.line_no, "prose")
+        if " from " in t:
+            for m, key in _keyed_matches(_PROSE_FROM_TO, t):
+                a, b = parse_number(m.group("a")), parse_number(m.group("b"))
+                if a is not None and b is not None:
+                    self._emit(out, {key: a}, None, self.line_no, "prose")
+                    self._emit(out, {key: b}, None, self.line_no, "prose")
+        return self.points_read > before
+
+
+def _keyed_matches(rx: re.Pattern[str], t: str):
+    """The matches of ``rx`` whose ``key`` is a metric name; after a word that is not one, the search goes on
+    from the next word (``the entropy fell from ...``: 'the' is not a key, 'entropy' is)."""
+    pos = 0
+    while True:
+        m = rx.search(t, pos)
+        if m is None:
+            return
+        key = _prose_key(m.group("key"))
+        if key is not None:
+            yield m, key
+            pos = m.end()
+        else:
+            pos = m.end("key")
+
+
+def _prose_key(word: str) -> str | None:
+    """A word of a sentence as a metric key, or None: the vocabulary's names (``kl``, ``train/kl``,
+    ``grad_norm``), also capitalised as sentences write them (``KL``, ``Entropy``)."""
+    for key in (word, word.lower()):
+        if normalize_key(key) is not None:
+            return key
+    return None
+
 
 class TrainerStateReader:
     """Streams ``log_history`` of a TRL/transformers ``trainer_state.json``, one element at a
