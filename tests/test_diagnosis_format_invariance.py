@@ -90,6 +90,11 @@ KNOWN_DEEP_GAPS: dict[str, str] = {
         "batch 15 (joined development at round 14): the report's Chinese repetition wording (回复出现大量重复) follows its "
         "table; moved past the lines read in full, it is a plain line of a long log, which the prose-scope signatures "
         "do not read by design (only '#'/'>' lines there), so degenerate_repetition drops out; the entropy reading holds"),
+    "unsloth-3485-gspo-all-groups-zero-std": (
+        "batch 16 (joined development at round 15; the same before round 15's rules): the reporter's TRL dict is wrapped "
+        "over four lines; the variants rewrite its first line only, and the wrapped rest ('reward_std': 0.0, "
+        "'frac_reward_zero_std': 1.0) is a plain line past the lines read in full, which the pre-filter does not hand to "
+        "the metric reader, so the short-log zero-variance rule has no frac_reward_zero_std deep in a long log"),
 }
 """Metric cases whose top 3 deep in a long log differ for a documented reason (strict: an entry that starts passing
 fails until it is removed)."""
