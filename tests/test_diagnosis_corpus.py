@@ -151,7 +151,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (14, 31)
 """The validation batch (``VALIDATION_BATCH``, now 17) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 17 is measured); whoever measures it records the figure
@@ -168,7 +168,9 @@ freeze: 17/28 = 61%, joined development at round 12; batch 14, two blind collect
 freeze: 12/19 = 63%, joined development at round 13; batch 15, four blind collectors (18 threads of 13
 repositories, 7 web pages or posts), at the round-13 freeze: 14/25 = 56%, joined development at round 14;
 batch 16, two blind collectors (12 recent threads of 9 repositories, 6 owners' run reports on web pages), at the
-round-14 freeze: 7/18 = 39%, joined development at round 15)."""
+round-14 freeze: 7/18 = 39%, joined development at round 15; batch 17, five blind collectors (14 threads of the
+frameworks, downstream projects and DeepSpeed-Chat; 7 web pages; 10 files committed to public repositories and a
+model card), at the round-15 freeze: 14/31 = 45%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -197,6 +199,16 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 17 measured once at the round-15 freeze: 14/31 = 45% (goal 90%). Misses: "
+                   "eleven prose or Markdown reports with no finding (three DeepSpeed-Chat step-3 actors repeating one token "
+                   "or '{:', a model card's 'tends to generate repeated text', a run that 'found a single response' and "
+                   "locked in, all rewards zero for correct code, a DPO run at 100% preference accuracy with degenerate "
+                   "outputs, an appended-phrase reward hack, a 113M gradient norm with NaN parameters, a resume's high "
+                   "log-prob diff, a multi-node broadcast hang from a Megatron/torch mismatch), a collapse to gibberish "
+                   "read as reward hacking, a length-filling reward hack read as entropy collapse, an OOM in the "
+                   "training forward told in prose read as phase-unknown, two logs with no finding (ChatLLaMA's prompt "
+                   "longer than the sequence length; veRL's 'too large to fit in the bucket' on an embedding) and an "
+                   "NCCL watchdog timeout in the weight-sync group read first as a weight-sync failure")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
