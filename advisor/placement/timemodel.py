@@ -139,9 +139,25 @@ class Device:
         return gpus > self.domain
 
     def dp_link(self, gpus: int) -> float:
-        """Bandwidth of a collective over ``gpus`` ranks: NVLink inside the NVLink domain (a node,
-        or a GB200 NVL72 rack), the NIC share across."""
+        """Bandwidth per rank of traffic every rank sends on its own (an all-to-all) over ``gpus``
+        ranks: NVLink inside the NVLink domain (a node, or a GB200 NVL72 rack), the NIC share of one
+        GPU across."""
         return self.link_bw if not self.spans_domain(gpus) else min(self.link_bw, self.nic_per_gpu)
+
+    def ring_link(self, span: int, ranks_per_node: int) -> float:
+        """Bus bandwidth of a ring collective (all-gather, reduce-scatter, all-reduce) whose group
+        has ``ranks_per_node`` ranks on each node and spans ``span`` ranks.
+
+        A ring crosses each node boundary once per channel, so the node's NIC carries the stream
+        once for all of the group's ranks on that node, not once per rank: the bus bandwidth is
+        the NIC bandwidth divided among the groups that share it (gpus_per_node / ranks_per_node
+        concurrent groups), capped by NVLink (NCCL's ring algorithm; nccl-tests
+        doc/PERFORMANCE.md, busbw = algbw x (n-1)/n for all-gather, 2(n-1)/n for all-reduce, is
+        the slowest link's bandwidth). Inside the NVLink domain it is NVLink."""
+        if not self.spans_domain(span):
+            return self.link_bw
+        rpn = max(1, min(ranks_per_node, self.gpus_per_node))
+        return min(self.link_bw, self.nic_per_gpu * rpn)
 
 
 def device_for(plan: Plan | ResolvedPlan) -> Device:
@@ -375,7 +391,7 @@ def _decode_uncached(arch: Arch, dev: Device, *, engines: int, tp: int, seqs: in
     # an engine whose TP group leaves the NVLink domain (TP32 over four 8-GPU nodes) all-reduces
     # each layer's activations (2 per layer, b x hidden bf16 values, ring: 2(t-1)/t of them per
     # rank) over the node NICs every decode step, on top of the latency
-    xnode = 2 * arch.layers * arch.hidden * 2.0 * 2 * (tp - 1) / tp / dev.dp_link(tp) if dev.spans_domain(tp) else 0.0
+    xnode = 2 * arch.layers * arch.hidden * 2.0 * 2 * (tp - 1) / tp / dev.ring_link(tp, tp) if dev.spans_domain(tp) else 0.0
 
     def step(b_kv: float, p_any: float, ctx: float, eta_b: float, eta_f: float, fixed: float) -> float:
         mem = (p_any * arch.decode_weight_bytes(b_kv) / tp + b_kv * ctx * kv_tok) / (dev.hbm_bw * eta_b)
@@ -450,7 +466,7 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
     tp_comm = 0.0
     if par.tp > 1:
         tp_comm = n_ar * arch.layers * (tokens / dp) * arch.hidden * 2 * 2 * (par.tp - 1) / par.tp \
-            / dev.dp_link(par.tp) / par.pp
+            / dev.ring_link(par.tp, par.tp) / par.pp
     # expert-parallel all-to-all: each MoE layer dispatches every token's hidden state to its
     # top-k experts and combines the results back (2 all-to-alls per forward; the backward
     # repeats both, a full recompute the forward's). Tokens of a rank are split over its TP
@@ -484,14 +500,18 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
         # FSDP/ZeRO-3 gathers inside the shard group (fsdp_size; -1 = all ranks); with hybrid
         # sharding the replicas also all-reduce their grad shards once per optimizer step
         group = dp if par.fsdp_size <= 0 else min(par.fsdp_size, dp)
-        link = dev.dp_link(group * mp)
+        # a shard group's ranks on one node: its DP ranks there (one per model-parallel group)
+        link = dev.ring_link(group * mp, dev.gpus_per_node // max(mp, 1))
         per_micro = shard_bytes * (1 if k <= 2 else 2) + (grad_bytes / mp if k > 2 else 0.0)
         dp_comm = n_micro * per_micro * (group - 1) / group / link
         replicas = dp // group
         if replicas > 1 and k > 2:
-            dp_comm += 2 * grad_bytes / mp / group * (replicas - 1) / replicas / dev.dp_link(dp * mp) * mini_batches
+            # one replica all-reduce per shard index, all running at once: a replica group has
+            # one rank on a node unless the shard groups are smaller than the node
+            dp_comm += 2 * grad_bytes / mp / group * (replicas - 1) / replicas \
+                / dev.ring_link(dp * mp, dev.gpus_per_node // max(group * mp, 1)) * mini_batches
     else:
-        link = dev.dp_link(dp * mp)
+        link = dev.ring_link(dp * mp, dev.gpus_per_node // max(mp, 1))
         dp_comm = (2 * grad_bytes / mp * (dp - 1) / dp / link * mini_batches) if k > 2 else 0.0
     # memory-bound work beside the GEMMs (norms, activations, rotary, softmax, residual adds,
     # cast/copy kernels): bytes that scale with tokens x hidden x layers and stream at the HBM
