@@ -408,3 +408,30 @@ def test_a_split_sync_row_reads_its_pools_engine_concurrency_and_network() -> No
     assert (split.policy.parallel.tp, split.policy.parallel.pp) == (1, 2) and split.memory.train_backend == "megatron"
     assert plain.placement.mode == "colocated"
     assert plain.rollout.max_num_seqs == 256 and plain.hardware.inter_node_gbps == 400
+
+
+def test_areal_tutorial_rows_are_read_as_split_sync_runs_or_listed() -> None:
+    """AReaL v0.1/v0.2's tutorial rows (synchronous, engines and trainer on disjoint halves) are read
+    with the settings of the scripts they ran; rows without a published mean length are listed with
+    the reason, not guessed."""
+    from pathlib import Path
+
+    import yaml
+
+    path = Path(__file__).resolve().parent / "cases" / "placement" / "published-extra.yaml"
+    doc = yaml.safe_load(path.read_text())
+    keep = {"areal_v0.1_tutorial_h800", "areal_v0.2_tutorial_h800"}
+    doc["cases"] = [c for c in doc["cases"] if c["id"] in keep]
+    cases = time_cases(doc, _extra_models())
+    scored = {c.row: c for c in cases if c.scored}
+    assert sorted(scored) == ["AReaL v0.1 7B 16 nodes", "AReaL v0.1 7B 4 nodes"]
+    assert sum(not c.scored for c in cases) == 9
+    assert all("mean response length not published" in c.skip_reason for c in cases if not c.scored)
+    big = scored["AReaL v0.1 7B 16 nodes"].plan
+    assert big.placement.mode == "split" and sorted(p.gpus for p in pools_of(big)) == [64, 64]
+    assert big.rollout.max_num_seqs == 128 and big.rollout.tp == 4 and big.hardware.inter_node_gbps == 3200
+    assert (big.policy.parallel.tp, big.policy.parallel.pp) == (1, 2) and big.memory.train_backend == "megatron"
+    assert (big.data.train_batch_size, big.algorithm.group_size, big.data.mini_batch_size) == (1024, 16, 256)
+    assert big.data.mean_response_length == 7834 and big.algorithm.kl_coef == 0.01
+    small = scored["AReaL v0.1 7B 4 nodes"].plan
+    assert sorted(p.gpus for p in pools_of(small)) == [16, 16] and scored["AReaL v0.1 7B 4 nodes"].published == 7380
