@@ -435,3 +435,24 @@ def test_areal_tutorial_rows_are_read_as_split_sync_runs_or_listed() -> None:
     assert big.data.mean_response_length == 7834 and big.algorithm.kl_coef == 0.01
     small = scored["AReaL v0.1 7B 4 nodes"].plan
     assert sorted(p.gpus for p in pools_of(small)) == [16, 16] and scored["AReaL v0.1 7B 4 nodes"].published == 7380
+
+
+def test_miles_rocm_row_is_read_with_the_script_the_blog_pins() -> None:
+    """The Miles ROCm blog's Qwen3-30B-A3B row runs on 8 MI300X with the settings of the script at the
+    commit the blog pins: TP4/EP8 Megatron, one TP8 SGLang engine, colocated, no KL; its published
+    phase times are scored beside the step."""
+    from pathlib import Path
+
+    import yaml
+
+    path = Path(__file__).resolve().parent / "cases" / "placement" / "published-extra.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["cases"] = [c for c in doc["cases"] if c["id"] == "miles_rocm_qwen3-30b-a3b_8xmi300x"]
+    cases = time_cases(doc, _extra_models())
+    assert [c.metric for c in cases] == ["step_s", "phase:rollout_prefill,rollout_decode",
+                                         "phase:old_logprob_forward", "phase:actor_update,offload_transfer"]
+    plan = cases[0].plan
+    assert plan.hardware.gpu == "MI300X" and plan.hardware.total_gpus == 8 and plan.placement.mode == "colocated"
+    assert (plan.policy.parallel.tp, plan.policy.parallel.ep, plan.policy.parallel.etp) == (4, 8, 1)
+    assert plan.rollout.tp == 8 and plan.algorithm.kl_coef == 0.0 and plan.algorithm.group_size == 8
+    assert plan.data.max_token_len_per_gpu == 20480 and plan.data.mean_response_length == 5730
