@@ -61,9 +61,9 @@ def test_split_is_by_batch() -> None:
         assert c["split"] == ("validation" if c["batch"] >= acc.VALIDATION_BATCH else "development")
         parts.setdefault(c["source"], set()).add(c["split"])
     assert all(len(v) == 1 for v in parts.values()), "one thread's cases belong to one batch"
-    # batches 1 to 16 were read while the rules were written: never validation again
-    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 16)
-    assert acc.VALIDATION_BATCH >= 17
+    # batches 1 to 17 were read while the rules were written: never validation again
+    assert all(c["split"] == "development" for c in CASES if c["batch"] <= 17)
+    assert acc.VALIDATION_BATCH >= 18
 
 
 def _thread(url: str) -> str:
@@ -88,6 +88,14 @@ def _result(case_id: str) -> tuple[bool, str]:
 
 
 DEVELOPMENT_MISSES: dict[str, str] = {
+    # batch 17, read at round 16: no general rule found for these two
+    "ocamlergrpo-runaway-penalty-length-filling-hack": (
+        "an owner's collapse analysis (entropy falling, frac_zero_std to 1, END-marker spam to the length limit) whose "
+        "reward-hacking cause is in the left-out root-cause line; what is in view reads as entropy collapse (found) "
+        "and repetition, and a reward table of one dominant value is no shortcut by itself"),
+    "trinity-283-rollout-weight-sync-nccl-watchdog-timeout": (
+        "an NCCL watchdog timeout in the process group named rollout_weight_sync: both readings are right (nccl_timeout "
+        "expected, vllm_weight_sync_failure secondary) and the weight-sync finding ranks first"),
     # batch 16, read at round 15: no general rule found for these two (the owners' write-ups of one Space)
     "hfspace-chargebackops-grpo-eval-fallback-spec-gaming": (
         "an eval-score table whose last three GRPO checkpoints equal the heuristic baseline bit for bit, and a rollout "
@@ -132,7 +140,7 @@ DEVELOPMENT_MISSES: dict[str, str] = {
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one
-fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too). Round 7: batch 8's ten documented misses, each caught by a framework string or a wording class tested on other wordings (tests/test_diagnosis_wording_classes.py, round 7). Round 10: batch 11's six misses, each caught by a general rule (round 10's tables there), none left. Round 13: six of batch 14's seven misses and five of round 12's six documented ones (slime-1497, openr1-365, azr-14, trl-4159, verl-3671) caught by general rules (round 13's tables); llamafactory-2819 and followcomplexinstruction-2 left. Round 14: ten of batch 15's eleven misses caught by general rules (round 14's tables); hfspace-trl-asyncgrpo left. Round 15: nine of batch 16's eleven misses caught by general rules (round 15's tables and the prose metric reader); the two ChargebackOps write-ups left."""
+fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too). Round 7: batch 8's ten documented misses, each caught by a framework string or a wording class tested on other wordings (tests/test_diagnosis_wording_classes.py, round 7). Round 10: batch 11's six misses, each caught by a general rule (round 10's tables there), none left. Round 13: six of batch 14's seven misses and five of round 12's six documented ones (slime-1497, openr1-365, azr-14, trl-4159, verl-3671) caught by general rules (round 13's tables); llamafactory-2819 and followcomplexinstruction-2 left. Round 14: ten of batch 15's eleven misses caught by general rules (round 14's tables); hfspace-trl-asyncgrpo left. Round 15: nine of batch 16's eleven misses caught by general rules (round 15's tables and the prose metric reader); the two ChargebackOps write-ups left. Round 16: fifteen of batch 17's seventeen misses caught by general rules and two framework strings (round 16's tables); ocamlergrpo and trinity-283 left."""
 
 
 @pytest.mark.parametrize("case_id", [c["id"] for c in CASES if c["split"] == "development"])
@@ -151,10 +159,10 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = (14, 31)
-"""The validation batch (``VALIDATION_BATCH``, now 17) as first measured, blind, at its rule freeze:
+MEASURED_VALIDATION: tuple[int, int] | None = None
+"""The validation batch (``VALIDATION_BATCH``, now 18) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
-measured (the validation tests skip until batch 17 is measured); whoever measures it records the figure
+measured (the validation tests skip until batch 18 is measured); whoever measures it records the figure
 here and in tests/cases/diagnosis/README.md (the history: batch 1's hash-split part 25/33 = 76%, batch 2
 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%, batch 5 19/29 = 66%; batches 6 and 7, measured
 together at the session-5 round-5 freeze: 12/24 and 12/24, 24/48 = 50%; batch 8 at the round-6 freeze:
@@ -170,7 +178,7 @@ repositories, 7 web pages or posts), at the round-13 freeze: 14/25 = 56%, joined
 batch 16, two blind collectors (12 recent threads of 9 repositories, 6 owners' run reports on web pages), at the
 round-14 freeze: 7/18 = 39%, joined development at round 15; batch 17, five blind collectors (14 threads of the
 frameworks, downstream projects and DeepSpeed-Chat; 7 web pages; 10 files committed to public repositories and a
-model card), at the round-15 freeze: 14/31 = 45%)."""
+model card), at the round-15 freeze: 14/31 = 45%, joined development at round 16)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -199,16 +207,6 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
-@pytest.mark.xfail(strict=True, reason="batch 17 measured once at the round-15 freeze: 14/31 = 45% (goal 90%). Misses: "
-                   "eleven prose or Markdown reports with no finding (three DeepSpeed-Chat step-3 actors repeating one token "
-                   "or '{:', a model card's 'tends to generate repeated text', a run that 'found a single response' and "
-                   "locked in, all rewards zero for correct code, a DPO run at 100% preference accuracy with degenerate "
-                   "outputs, an appended-phrase reward hack, a 113M gradient norm with NaN parameters, a resume's high "
-                   "log-prob diff, a multi-node broadcast hang from a Megatron/torch mismatch), a collapse to gibberish "
-                   "read as reward hacking, a length-filling reward hack read as entropy collapse, an OOM in the "
-                   "training forward told in prose read as phase-unknown, two logs with no finding (ChatLLaMA's prompt "
-                   "longer than the sequence length; veRL's 'too large to fit in the bucket' on an embedding) and an "
-                   "NCCL watchdog timeout in the weight-sync group read first as a weight-sync failure")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""

@@ -1245,6 +1245,81 @@ HEALTHY_R15 = [
 ]
 
 
+# ----------------------------------------------------------------------------- round 16 (batch 17's misses)
+# Symptoms told in words, read from the taxonomy and the frameworks' strings, in other wordings than the cases': a
+# repetition collapse (one token emitted, outputs told as repeated, a reply that is one unit repeated), a policy
+# collapsed onto one response for every input (entropy_collapse), correct outputs scored zero (reward_function_misconfig),
+# parameters holding NaN (grad_norm_nan), a high rollout/train log-prob difference; and two framework strings: veRL's
+# weight-transfer bucket assertion (bucketed_weight_transfer.py) and ChatLLaMA's prompt-length check (rlhf/actor.py).
+FIRST_R16 = [
+    ("AssertionError: Weight lm_head.weight(torch.Size([151936, 8192]), torch.float32) is too large to fit in the "
+     "bucket.\n", "vllm_weight_sync_failure"),
+    ("(WorkerDict pid=3) AssertionError: Weight model.embed_tokens.weight(torch.Size([262144, 5376]), torch.bfloat16) "
+     "is too large to fit in the bucket.\n", "vllm_weight_sync_failure"),
+    ("Traceback (most recent call last):\n  File \"rlhf/actor.py\", line 120, in generate\nValueError: The maximum "
+     "completion available is <= 0 the prompt is too long w.r.t the model sequence length\n",
+     "sequence_length_exceeds_model"),
+    ("User: tell me a joke\nAssistant: ok ok ok ok ok ok ok ok\n", "degenerate_repetition"),
+    # an OOM's phase told in a description: the training step's forward
+    ("# CUDA OOM during the training forward pass with micro batch 8\n", "oom_actor_train"),
+    ("# OOM in the forward pass during training of the 7B actor\n", "oom_actor_train"),
+]
+
+TOP3_R16 = [
+    ("after PPO the policy just generates the same word over the whole reply\n", "degenerate_repetition"),
+    ("It only outputs the same character, whatever we ask\n", "degenerate_repetition"),
+    ("the responses of the policy model are repetitive after 200 steps\n", "degenerate_repetition"),
+    ("after RLHF the bot started to reply repeatedly with the first sentence\n", "degenerate_repetition"),
+    ("our checkpoint often produces repeated phrases compared with the base model\n", "degenerate_repetition"),
+    ("for any question it answers with \"{} {} {} {} {} {}\"\n", "degenerate_repetition"),
+    ("the policy collapsed onto one fixed reply for every email by step 300\n", "entropy_collapse"),
+    ("By epoch 2 it had locked itself into the same action whatever the state was.\n", "entropy_collapse"),
+    ("it settled on one fixed reply that the judge scores 0.4 regardless of the email\n", "entropy_collapse"),
+    ("the reward is 0 even for completions whose final answer is right\n", "reward_function_misconfig"),
+    ("correct solutions get 0 reward from the unit-test scorer\n", "reward_function_misconfig"),
+    ("every score == 0 during the first 100 steps\n", "reward_function_misconfig"),
+    ("after step 40 the weights have NaNs and generation crashes\n", "grad_norm_nan"),
+    ("we found NaN parameters in the saved actor checkpoint\n", "grad_norm_nan"),
+    ("训练后权重中出现了NaN\n", "grad_norm_nan"),
+    ("large log prob gap between vLLM and FSDP right after loading the checkpoint\n", "rollout_train_logprob_mismatch"),
+    ("the logprob diff jumped after we enabled fp8 rollout\n", "rollout_train_logprob_mismatch"),
+    ("on 2 nodes rank 5 is stuck in all_reduce after step 30\n", "nccl_timeout"),
+    ("the upgrade led to a deadlock in multi-node training\n", "nccl_timeout"),
+    ("after 400 steps without KL the outputs devolved into word salad\n", "entropy_explosion"),
+    ("the model turned into random tokens once the lr was raised\n", "entropy_explosion"),
+    ("DPO run: margins grow and we reached a 100% preference accuracy in 200 steps\n", "dpo_overoptimization_high_lr"),
+    ("after 200 steps the policy learned a cheap trick that the judge loves\n", "reward_hacking_shortcut"),
+    ("the policy learned to append \"thank you so much\" to every answer\n", "reward_hacking_shortcut"),
+    ("the model learned to add the phrase \"great movie\" at the end of each review\n", "reward_hacking_shortcut"),
+]
+
+HEALTHY_R16 = [
+    ("vLLM and HF generate the same token at every position with greedy decoding\n", "degenerate_repetition"),
+    ("the model outputs the same token as the reference implementation\n", "degenerate_repetition"),
+    ("each prompt is repeated 8 times (num_generations=8) and the responses are scored\n", "degenerate_repetition"),
+    ("we use repetition_penalty=1.1 to stop the model from generating repeated text\n", "degenerate_repetition"),
+    ("Assistant: Edge is a web browser made by Microsoft.\n", "degenerate_repetition"),
+    ("output: 0 0 0 0 0 0 0 0\n", "degenerate_repetition"),
+    ("we settled on a single answer format for all prompts\n", "entropy_collapse"),
+    ("each prompt has a single reference answer in the dataset\n", "entropy_collapse"),
+    ("correct answers get a reward of 1 and wrong ones 0\n", "reward_function_misconfig"),
+    ("the reward is 0 even when the format is right but the answer is wrong\n", "reward_function_misconfig"),
+    ("incorrect solutions get 0 reward, as designed\n", "reward_function_misconfig"),
+    ("# check whether the parameters contain NaN after each update\n", "grad_norm_nan"),
+    ("no weights have NaNs after the fix\n", "grad_norm_nan"),
+    ("logprob diff stays low (0.003) after resume\n", "rollout_train_logprob_mismatch"),
+    ("# bucket size: 2048 MB fits every weight of this model\n", "vllm_weight_sync_failure"),
+    ("multi-node: the fix avoids the hang we had in barrier\n", "nccl_timeout"),
+    ("multi-node run: the broadcast finished in 3 s\n", "nccl_timeout"),
+    ("we add gaussian noise to the reward of each sample\n", "entropy_explosion"),
+    ("the tokenizer turned the emoji into random characters, so we filtered them\n", None),
+    ("DPO eval: 100% accuracy is impossible on this noisy preference set\n", "dpo_overoptimization_high_lr"),
+    ("we use a lazy loading strategy for the dataset\n", "reward_hacking_shortcut"),
+    ("the collator learned to append the EOS token to every sequence\n", "reward_hacking_shortcut"),
+    ("NaN weights are a fatal failure, so the checkpoint loader refuses them\n", "grad_norm_nan"),
+]
+
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -1260,15 +1335,16 @@ def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
 _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "round5": FIRST_R5,
                       "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10,
                       "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
-                      "round14": FIRST_R14, "round15": FIRST_R15})
+                      "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
-                     "round14": TOP3_R14, "round15": TOP3_R15})
+                     "round14": TOP3_R14, "round15": TOP3_R15, "round16": TOP3_R16})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
-                        "round13": HEALTHY_R13, "round14": HEALTHY_R14, "round15": HEALTHY_R15}, healthy=True)
+                        "round13": HEALTHY_R13, "round14": HEALTHY_R14, "round15": HEALTHY_R15,
+                        "round16": HEALTHY_R16}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)
