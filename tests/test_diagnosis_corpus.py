@@ -159,7 +159,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (4, 15)
 """The validation batch (``VALIDATION_BATCH``, now 18) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 18 is measured); whoever measures it records the figure
@@ -178,7 +178,9 @@ repositories, 7 web pages or posts), at the round-13 freeze: 14/25 = 56%, joined
 batch 16, two blind collectors (12 recent threads of 9 repositories, 6 owners' run reports on web pages), at the
 round-14 freeze: 7/18 = 39%, joined development at round 15; batch 17, five blind collectors (14 threads of the
 frameworks, downstream projects and DeepSpeed-Chat; 7 web pages; 10 files committed to public repositories and a
-model card), at the round-15 freeze: 14/31 = 45%, joined development at round 16)."""
+model card), at the round-15 freeze: 14/31 = 45%, joined development at round 16; batch 18, three blind collectors
+(7 files committed to public repositories, 4 Hugging Face model cards, 4 threads found by error strings), at the
+round-16 freeze: 4/15 = 27%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -207,6 +209,13 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 18 measured once at the round-16 freeze: 4/15 = 27% (goal 90%). Misses: "
+                   "four start-up GPU-resource errors with no finding (Ray or vLLM sees fewer GPUs than the run asks for: "
+                   "'8 of 16 GPUs available', '2 visible, 8 desired', 'nodes 0 of 2', 'no supported device' for the TP), "
+                   "three metric tables of zero-variance groups with no finding (identical strategies, a flat threshold "
+                   "reward, frac_reward_zero_std 0.7 told in prose), two entropy explosions told in prose (one read as "
+                   "entropy collapse), a KL of 20-300 against a target of 0.1 read as entropy collapse and a log-prob "
+                   "mismatch, and an agent that never writes its answer tag (all-zero rewards) read as a GPU OOM")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
