@@ -63,10 +63,9 @@ def _sniffed_chunks(path: Path, chunk_bytes: int) -> tuple[str, Iterator[bytes]]
     return encoding_of(head), itertools.chain((head,) if head else (), it)
 
 
-def iter_text_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[str]:
-    """The file's text, decoded incrementally (errors replaced), ``chunk_bytes`` at a time, in
-    the encoding its byte-order mark names (UTF-8 without one)."""
-    codec, blocks = _sniffed_chunks(path, chunk_bytes)
+def _decoded(codec: str, blocks: Iterator[bytes]) -> Iterator[str]:
+    """``blocks`` decoded incrementally with ``codec`` (errors replaced; a character split across
+    blocks is kept whole)."""
     decoder = codecs.getincrementaldecoder(codec)(errors="replace")
     for block in blocks:
         text = decoder.decode(block)
@@ -75,6 +74,12 @@ def iter_text_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[str
     tail = decoder.decode(b"", final=True)
     if tail:
         yield tail
+
+
+def iter_text_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[str]:
+    """The file's text, ``chunk_bytes`` at a time, in the encoding its byte-order mark names
+    (UTF-8 without one)."""
+    yield from _decoded(*_sniffed_chunks(path, chunk_bytes))
 
 
 def iter_byte_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
@@ -86,14 +91,8 @@ def iter_byte_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[byt
     if codec == "utf-8":
         yield from blocks
         return
-    decoder = codecs.getincrementaldecoder(codec)(errors="replace")
-    for block in blocks:
-        text = decoder.decode(block)
-        if text:
-            yield text.encode("utf-8")
-    tail = decoder.decode(b"", final=True)
-    if tail:
-        yield tail.encode("utf-8")
+    for text in _decoded(codec, blocks):
+        yield text.encode("utf-8")
 
 
 def read_head(path: Path, limit: int = HEAD_BYTES) -> str:

@@ -610,8 +610,8 @@ STEP_KEYS = ("step_s", "step_time_s", "time_per_step_s", "seconds_per_step", "s_
 
 _ALIASES: dict[str, tuple[str, ...]] = {
     # Plan field <- the setting names sources write (veRL data.*/rollout.*, the veRL recipes' shell
-    # variables, OpenRLHF flags, TRL GRPOConfig fields, NeMo-RL grpo.*); framework-specific meanings
-    # (OpenRLHF's train_batch_size counts samples, not prompts) are handled in _generic_batch
+    # variables, OpenRLHF flags, TRL GRPOConfig fields, NeMo-RL grpo.*); a framework-specific meaning
+    # (OpenRLHF's prompts per step are its rollout_batch_size) is read in _generic_rows
     "train_batch_size": ("train_batch_size", "train_prompt_bsz", "num_prompts_per_step", "prompts_per_step",
                          "rollout_batch_size", "global_batch_prompts"),
     "mini_batch_size": ("ppo_mini_batch_size", "train_prompt_mini_bsz", "mini_batch_size"),
@@ -705,11 +705,13 @@ def _generic_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Tim
         split = _row_split(row)
         if mode == "colocated" and split:
             mode = "split"
-        placement = Placement(mode=mode, pools=_pools_for(split[0], split[1], ["policy"])) if split and mode != "colocated" \
-            else Placement(mode="colocated")
-        if mode != "colocated" and not split:
-            inferred.append("a quarter of the GPUs generate (the split is not stated)")
-            placement = Placement(mode=mode, pools=_pools_for(max(1, gpus // 4), gpus - max(1, gpus // 4), ["policy"]))
+        if mode == "colocated":
+            placement = Placement(mode="colocated")
+        else:
+            if not split:
+                inferred.append("a quarter of the GPUs generate (the split is not stated)")
+                split = (max(1, gpus // 4), gpus - max(1, gpus // 4))
+            placement = Placement(mode=mode, pools=_pools_for(split[0], split[1], ["policy"]))
         plan = Plan(name=re.sub(r"[^a-z0-9-]", "-", f"{case['id']}-{i}".lower())[:60], method=method,
                     framework=framework, hardware=Hardware(gpu=gpu, gpus_per_node=gpn, nodes=nodes),
                     policy=_role(model, extra), algorithm=Algorithm(group_size=group),
