@@ -110,6 +110,10 @@ KNOWN_PREFIX_GAPS: dict[str, str] = {
         "batch 13 (joined development at round 12): veRL's context-length AssertionError is read from the assert "
         "statement line above it; behind a Ray worker prefix or ANSI colour that pair is not read (no finding, or only "
         "the similar-known-cases guess); not fixed in round 12"),
+    "openrlhf-233-ppo-vllm-engine-no-supported-device-tp": (
+        "batch 18 (joined development at round 17, a documented development miss): the bare log has no finding, and "
+        "behind a Ray TaskRunner or vLLM worker prefix a prefixed line is read as a config or weight-sync error; it "
+        "leaves with the start-up GPU-count rule"),
 }
 
 

@@ -169,6 +169,18 @@ def test_table_with_a_step_per_column() -> None:
     assert [p.values for p in summary if p.values] == [{"entropy": 0.5}]
 
 
+def test_whitespace_table_with_units_in_its_header() -> None:
+    """A whitespace-aligned table (a DataFrame's to_string) whose header names carry a unit in parentheses, as
+    ms-swift's ``memory(GiB)`` and ``train_speed(iter/s)`` do (round 17: such a header was not read as one, so
+    none of its rows were)."""
+    text = ("step  loss  grad_norm  memory(GiB)  train_speed(iter/s)  rewards/chosen\n"
+            "   1  0.69        1.0        16.94               0.0728            0.31\n"
+            "   2  0.0         1.0        29.28               0.1985             nan\n")
+    points = [p for p in parse_text(text) if p.values]
+    assert [p.step for p in points] == [1, 2]
+    assert math.isnan(points[1].values["dpo_reward_chosen"])
+
+
 def test_prose_statements_of_a_metric() -> None:
     """A run report's sentences (round 15): a metric's value tied to a step, either order, and a change from one
     value to another, read as points (capitalised names as sentences write them); a setting, a value without a step

@@ -73,7 +73,9 @@ _CONT_START = re.compile(r"^[\w/:.@\-]")
 _KV_PAIR = re.compile(r"(?:^|(?<=[\s|,;]))([A-Za-z_][\w/.@\-]*)\s*[:=]\s*(?:np\.float\d*\()?"
                       r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf|NaN|Inf))(?=[\s|,;)]|$)")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_WS_HEADER = re.compile(r"^(?:[A-Za-z_][\w/.@\-]*\s+){1,}[A-Za-z_][\w/.@\-]*$")
+_WS_HEADER = re.compile(r"^(?:[A-Za-z_][\w/.@\-()]*\s+){1,}[A-Za-z_][\w/.@\-()]*$")
+"""A header row of a whitespace-aligned table: names only, each starting with a letter; a unit in parentheses is part
+of a name (ms-swift logs ``memory(GiB)`` and ``train_speed(iter/s)``: swift/trainers/mixin.py, later patcher.py)."""
 _NO_VALUE = frozenset({"", "-", "--", "—", "–"})
 """A table cell that holds no value (a metric not logged at that row's step)."""
 _NOT_METRICS = frozenset({"step", "_step", "_runtime", "_timestamp", "_wandb"})
