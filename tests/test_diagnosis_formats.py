@@ -313,6 +313,10 @@ def test_python_fallback_picks_the_same_lines(monkeypatch: pytest.MonkeyPatch) -
     fast = prefilter.line_ends(data)
     fast_markers = prefilter.marker_ends(data, 0, len(data))
     assert fast_markers  # the frame line of the OOM
+    fast_split = prefilter.record_and_line_ends(data, 0, len(data))
+    records, others = fast_split
+    assert records and others  # the step lines; the NaN record, the OOM, the table, the prose
+    assert sorted([(end, prefilter.RECORD) for end in records] + others) == fast
     prefilter.engine.cache_clear()
     real_import = builtins.__import__
 
@@ -326,6 +330,7 @@ def test_python_fallback_picks_the_same_lines(monkeypatch: pytest.MonkeyPatch) -
         assert prefilter.engine().kind == "python"
         assert prefilter.line_ends(data) == fast
         assert prefilter.marker_ends(data, 0, len(data)) == fast_markers
+        assert prefilter.record_and_line_ends(data, 0, len(data)) == fast_split
     finally:
         monkeypatch.undo()
         prefilter.engine.cache_clear()

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import codecs
 import re
+from bisect import bisect_left
 from operator import itemgetter
 from typing import Iterable
 
 from advisor.diagnosis.model import SEVERITY_RANK, Check, Diagnosis, Evidence, Finding, Fix, LogLine
 from advisor.diagnosis.rules import CHECKS, RuleContext
-from advisor.diagnosis.prefilter import (MARKER, METRIC, NONFINITE, RECORD, SIGNAL, context_lines, line_ends,
-                                         marker_ends, prose_scan_lines)
+from advisor.diagnosis.prefilter import (MARKER, METRIC, NONFINITE, RECORD, SIGNAL, context_lines, marker_ends,
+                                         prose_scan_lines, record_and_line_ends)
 from advisor.diagnosis.signatures import SigHit, SignatureScanner
 from advisor.diagnosis.similar import TextSample
 from advisor.diagnosis.similar import findings as similar_findings
@@ -193,27 +194,70 @@ class DiagnosisSession:
 
     def _feed_filtered(self, body: bytes, lo: int, hi: int) -> None:
         """The lines of ``body[lo:hi]`` (ending in a newline) past the prose zone, read in place.
-        Most lines are never looked at; a metric record that sampling skips costs a few integer
-        operations."""
+        Most lines are never looked at. The plain metric records (most of what the scan reports)
+        come as a list of line ends, and sampling picks its records from it by index: record number
+        r (counted over the log) is parsed when r <= SAMPLE_AFTER or r is a multiple of the stride
+        1 << (r // SAMPLE_AFTER).bit_length(), so the skipped records between two parsed ones cost
+        nothing each."""
         find, rfind, startswith = body.find, body.rfind, body.startswith
         n = self.line_no  # the line number of the last line handled
         done = lo  # offset of the first byte not yet counted
         reader = self.reader
         metrics = self._read_metrics and isinstance(reader, LogReader)
         records, k, skipped = self._records, self._stride, self._skipped
-        next_k = SAMPLE_AFTER * k if k > 1 else SAMPLE_AFTER + 1  # where the stride doubles next
-        for end, kinds in self._context_lines(body, lo, hi, line_ends(body, lo, hi)):
+        recs, others = record_and_line_ends(body, lo, hi)
+        others = self._context_lines(body, lo, hi, others, recs)
+        others.append((hi, 0))  # past the last line: the plain records after the last other line
+        ri, nrec = 0, len(recs)  # the next plain record
+        for end, kinds in others:
+            stop = bisect_left(recs, end, ri) if ri < nrec else ri
+            while ri < stop:  # the plain records before this line, in order
+                if recs[ri] < done:  # consumed as continuation lines: not records
+                    ri = bisect_left(recs, done, ri, stop)
+                    continue
+                if not metrics:
+                    ri = stop
+                    break
+                r = records + 1
+                if r > SAMPLE_AFTER:  # the next record number sampling parses
+                    step = 1 << (r // SAMPLE_AFTER).bit_length()
+                    r = -(-r // step) * step
+                at = ri + r - records - 1
+                if at >= stop:  # none before this line
+                    skipped += stop - ri
+                    records += stop - ri
+                    ri = stop
+                    if records > SAMPLE_AFTER:
+                        k = 1 << (records // SAMPLE_AFTER).bit_length()
+                    break
+                skipped += at - ri
+                records = r
+                if records > SAMPLE_AFTER:
+                    k = 1 << (records // SAMPLE_AFTER).bit_length()
+                rend = recs[at]
+                ri = at + 1
+                start = rfind(b"\n", 0, rend) + 1
+                n += _newlines(body, done, start) + 1
+                if startswith(b"{'", start):
+                    self._progress_before(body, done, start)
+                self._file_store.extend(reader.feed_line(n, body[start:rend].decode("utf-8", "replace")))
+                done = rend + 1
+                while reader.wants_next_line and done < hi:
+                    nxt = find(b"\n", done)  # a wrapped step line continues on the next line
+                    n += 1
+                    self._handle(n, body[done:nxt].decode("utf-8", "replace"), METRIC | SIGNAL, full=False)
+                    done = nxt + 1
+            if not kinds:
+                break
             if end < done:
                 continue  # already consumed as a continuation line
             if kinds & RECORD and not kinds & (SIGNAL | METRIC):
-                # a one-line metric record (markers inside metric keys do not count): sampled
+                # a metric record with a NaN/Inf (never skipped; markers inside metric keys do not count)
                 if not metrics:
                     continue
                 records += 1
                 if records > SAMPLE_AFTER and not kinds & NONFINITE:
-                    if records >= next_k:
-                        k = 1 << (records // SAMPLE_AFTER).bit_length()
-                        next_k = SAMPLE_AFTER * k
+                    k = 1 << (records // SAMPLE_AFTER).bit_length()
                     if records % k:
                         skipped += 1
                         continue
@@ -242,9 +286,11 @@ class DiagnosisSession:
         self.line_no = n
         self._keep_tail(body, lo, hi)
 
-    def _context_lines(self, body: bytes, lo: int, hi: int, ends: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    def _context_lines(self, body: bytes, lo: int, hi: int, ends: list[tuple[int, int]],
+                       recs: list[int]) -> list[tuple[int, int]]:
         """``ends`` plus the marker lines within ``context_lines()`` of each SIGNAL line (the frames
-        that name an OOM's phase, weight-sync frames next to a timeout). Windows are line-aligned
+        that name an OOM's phase, weight-sync frames next to a timeout), except the plain metric
+        records of ``recs`` (a marker inside a metric key changes nothing). Windows are line-aligned
         and merged, so no line is read twice; a window that starts before ``lo`` reads the kept
         tail of the previous chunk, one that ends past ``hi`` continues into the next chunk."""
         before, after = self._context
@@ -288,7 +334,12 @@ class DiagnosisSession:
         merged = dict(ends)
         for s, e in windows:
             for nl in marker_ends(body, s, e):
-                merged[nl] = merged.get(nl, 0) | MARKER
+                if nl in merged:
+                    merged[nl] |= MARKER
+                else:
+                    i = bisect_left(recs, nl)
+                    if i == len(recs) or recs[i] != nl:
+                        merged[nl] = MARKER
         return sorted(merged.items())
 
     def _keep_tail(self, body: bytes, lo: int, hi: int) -> None:

@@ -156,40 +156,65 @@ class _Engine:
                          for kind, words in self.groups]
             self._res_markers = [(kind, re.compile(b"|".join(words)).search) for kind, words in self.marker_groups]
 
-    def scan(self, buf: bytes | bytearray, lo: int, hi: int, markers: bool = False) -> dict[int, int]:
+    def scan(self, buf: bytes | bytearray, lo: int, hi: int, markers: bool = False,
+             records: list[int] | None = None) -> dict[int, int]:
         """{offset: kinds} of every matching line of ``buf[lo:hi]`` (``lo`` a line start with a
         newline before it, or 0; ``hi`` after a newline), in increasing order; ``offset`` is where
         the line's newline is in ``buf``. A last line without a newline is not reported.
-        ``markers``: scan for the context markers instead of the line kinds."""
+        ``markers``: scan for the context markers instead of the line kinds. ``records``: a list
+        that receives (in order) the lines of kind RECORD alone, left out of the dict (most lines a
+        long log's scan reports: a list append each instead of a dict update)."""
         hits: dict[int, int] = {}
         db = self._hs_markers if markers else self._hs
         # the range behind a newline, so "at a line start" matches its first line: read in place
         data = memoryview(buf)[lo - 1:hi] if lo > 0 else b"\n" + buf[:hi]
         shift = lo - 1  # buf offset of data[0]
-        if db is not None:
-            get, find = hits.get, buf.find
-            tailed = self._tailed
-            cur_from, cur = 0, -1  # the newline found for the last literal match, from where
-
-            def on_match(kind: int, start: int, end: int, flags: int, ctx: object) -> None:
-                nonlocal cur_from, cur
-                e = end + shift
-                if kind & tailed:
-                    at = e - 1  # the match ends with the line's newline
-                elif cur_from <= e <= cur:
-                    at = cur  # another literal on the line found last: no newline in between
-                else:
-                    at = find(b"\n", e, hi)  # the line's newline, as the tailed form would report
-                    if at < 0:
-                        return
-                    cur_from, cur = e, at
-                hits[at] = get(at, 0) | kind
-
-            db.scan(data, match_event_handler=on_match)
-            keys = list(hits)
-            if any(map(ge, keys, islice(keys, 1, None))):  # Hyperscan reports by end offset; if not, sort
-                hits = dict(sorted(hits.items()))
+        if db is None:
+            hits = self._scan_python(data, shift, markers)
+            if records is not None:
+                records.extend(end for end, kinds in hits.items() if kinds == RECORD)
+                hits = {end: kinds for end, kinds in hits.items() if kinds != RECORD}
             return hits
+        get, find = hits.get, buf.find
+        tailed = self._tailed
+        rec = RECORD if records is not None else -1
+        rec_append = records.append if records is not None else None
+        cur_from, cur = 0, -1  # the newline found for the last literal match, from where
+
+        def on_match(kind: int, start: int, end: int, flags: int, ctx: object) -> None:
+            nonlocal cur_from, cur
+            e = end + shift
+            if kind == rec:
+                rec_append(e - 1)  # type: ignore[misc]  # a tailed match ends with the line's newline
+                return
+            if kind & tailed:
+                at = e - 1
+            elif cur_from <= e <= cur:
+                at = cur  # another literal on the line found last: no newline in between
+            else:
+                at = find(b"\n", e, hi)  # the line's newline, as the tailed form would report
+                if at < 0:
+                    return
+                cur_from, cur = e, at
+            hits[at] = get(at, 0) | kind
+
+        db.scan(data, match_event_handler=on_match)
+        keys = list(hits)
+        if any(map(ge, keys, islice(keys, 1, None))):  # Hyperscan reports by end offset; if not, sort
+            hits = dict(sorted(hits.items()))
+        if records:
+            if any(map(ge, records, islice(records, 1, None))):
+                records.sort()
+            both = hits.keys() & set(records) if hits else ()
+            if both:  # a record line that is also of another kind: in the dict, with both kinds
+                records[:] = [end for end in records if end not in both]
+                for end in both:
+                    hits[end] |= RECORD
+        return hits
+
+    def _scan_python(self, data: bytes | memoryview, shift: int, markers: bool) -> dict[int, int]:
+        """``scan`` without Hyperscan: the same literals, line by line."""
+        hits: dict[int, int] = {}
         pos = shift + 1
         res = self._res_markers if markers else self._res
         for line in bytes(data[1:]).split(b"\n")[:-1]:
@@ -272,13 +297,23 @@ def engine() -> _Engine:
 def line_ends(data: bytes, lo: int = 0, hi: int | None = None) -> list[tuple[int, int]]:
     """(end, kinds) of the lines of ``data[lo:hi]`` (which starts at a line start and ends with a
     newline) that can matter, in order: ``end`` is the offset in ``data`` of the line's newline;
-    ``kinds`` a METRIC|SIGNAL|NONFINITE set. The line starts after the previous newline
+    ``kinds`` a METRIC|SIGNAL|NONFINITE|RECORD set. The line starts after the previous newline
     (``data.rfind(b"\\n", 0, end) + 1``). With ``lo > 0`` the byte before ``lo`` is that newline and
     the scan reads the range in place (no copy of the chunk)."""
     hits = engine().scan(data, lo, len(data) if hi is None else hi)
     if NONFINITE in hits.values():  # a NaN on a line of no other kind: nothing reads it
         return [(end, kinds) for end, kinds in hits.items() if kinds != NONFINITE]
     return list(hits.items())
+
+
+def record_and_line_ends(data: bytes, lo: int, hi: int) -> tuple[list[int], list[tuple[int, int]]]:
+    """``line_ends`` in two parts: the ends of the lines of kind RECORD alone (a long log's metric
+    records, most of which sampling skips) and the (end, kinds) of the others, each in order."""
+    records: list[int] = []
+    hits = engine().scan(data, lo, hi, records=records)
+    if NONFINITE in hits.values():
+        return records, [(end, kinds) for end, kinds in hits.items() if kinds != NONFINITE]
+    return records, list(hits.items())
 
 
 def marker_ends(data: bytes, lo: int, hi: int) -> list[int]:
@@ -295,5 +330,5 @@ def interesting_lines(data: bytes) -> Iterator[tuple[int, int, int]]:
 
 
 __all__ = ["MARKER", "METRIC", "NONFINITE", "RECORD", "SIGNAL", "context_lines", "engine", "interesting_lines",
-           "line_ends", "marker_ends", "marker_words", "prose_scan_lines", "set_db_cache", "signal_words",
-           "word_finder"]
+           "line_ends", "marker_ends", "marker_words", "prose_scan_lines", "record_and_line_ends", "set_db_cache",
+           "signal_words", "word_finder"]
