@@ -88,30 +88,6 @@ def _result(case_id: str) -> tuple[bool, str]:
 
 
 DEVELOPMENT_MISSES: dict[str, str] = {
-    # batch 18, joined development at round 17: its held-out misses, read at round 17 (an entry leaves when a
-    # general rule catches it)
-    "airagent-mlgym-agent-grpo-threshold-reward-flat-score": (
-        "an owner's table of a threshold reward that stays flat across steps (zero-variance groups): no finding"),
-    "deepretrieval-ppo-length-reward-kl-300-value-loss-3000": (
-        "a KL of 20-300 against a target of 0.1 in an owner's report, read as entropy collapse and a log-prob mismatch"),
-    "gpt2048-gptoss-grpo-identical-strategy-zero-std-step120": (
-        "an owner's table of groups whose completions play one identical strategy (reward std 0): no finding"),
-    "hfmodel-laion-tasktrove-taco-rloo-entropy-runaway-30x": (
-        "an entropy that runs away to 30x its start, told in a model card's prose, read as entropy collapse"),
-    "hfmodel-search-opsd-qwen3-4b-entropy-spike-success-zero": (
-        "an entropy spike told in a model card's prose with the success rate at zero: no finding"),
-    "hfmodel-slmsql-grpo-spider-all-correct-groups-zero-std-07": (
-        "a frac_reward_zero_std of 0.7 told in a model card's sentence (groups all correct): no finding"),
-    "openresearcher-verl-agent-grpo-never-submits-answer-zero-reward": (
-        "an agent that never writes its answer tag (every reward zero, zero-variance groups), read as a GPU OOM"),
-    "openrlhf-233-ppo-vllm-engine-no-supported-device-tp": (
-        "vLLM engines refused at start-up for want of a device for the tensor-parallel group: no finding"),
-    "roll-107-vl-rlvr-ray-nodes-0-of-2-num-gpus-per-node": (
-        "ROLL waiting on Ray for nodes with the requested GPUs ('0 of 2 nodes'): no finding"),
-    "verl-2515-two-node-ray-8-of-16-gpus-available": (
-        "veRL's resource-pool check: fewer GPUs available than the run asks for (8 of 16): no finding"),
-    "verl-5954-qwen3vl-grpo-2-visible-gpus-8-desired": (
-        "veRL's resource-pool check: 2 visible GPUs for 8 desired: no finding"),
     # batch 17, read at round 16: no general rule found for these two
     "ocamlergrpo-runaway-penalty-length-filling-hack": (
         "an owner's collapse analysis (entropy falling, frac_zero_std to 1, END-marker spam to the length limit) whose "
@@ -164,7 +140,7 @@ DEVELOPMENT_MISSES: dict[str, str] = {
 }
 """Development cases the rules do not catch, each with the reason it is left (a case no general rule
 catches without fitting its own sentence). They are strict xfails: a rule that starts catching one
-fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too). Round 7: batch 8's ten documented misses, each caught by a framework string or a wording class tested on other wordings (tests/test_diagnosis_wording_classes.py, round 7). Round 10: batch 11's six misses, each caught by a general rule (round 10's tables there), none left. Round 13: six of batch 14's seven misses and five of round 12's six documented ones (slime-1497, openr1-365, azr-14, trl-4159, verl-3671) caught by general rules (round 13's tables); llamafactory-2819 and followcomplexinstruction-2 left. Round 14: ten of batch 15's eleven misses caught by general rules (round 14's tables); hfspace-trl-asyncgrpo left. Round 15: nine of batch 16's eleven misses caught by general rules (round 15's tables and the prose metric reader); the two ChargebackOps write-ups left. Round 16: fifteen of batch 17's seventeen misses caught by general rules and two framework strings (round 16's tables); ocamlergrpo and trinity-283 left. Round 17: batch 18 joined development with its eleven held-out misses listed here."""
+fails the test until the entry is removed. Session 4 round 4: four of batch 4 (its other 30 pass); round 5: none of batch 5, trl-5312 (its title's wording is a class now: weights not synced to vLLM) and dressage-1 (garbage rollouts right after a weight update: the round-3 class, which named only the rollout mismatch, names the weight sync too). Round 7: batch 8's ten documented misses, each caught by a framework string or a wording class tested on other wordings (tests/test_diagnosis_wording_classes.py, round 7). Round 10: batch 11's six misses, each caught by a general rule (round 10's tables there), none left. Round 13: six of batch 14's seven misses and five of round 12's six documented ones (slime-1497, openr1-365, azr-14, trl-4159, verl-3671) caught by general rules (round 13's tables); llamafactory-2819 and followcomplexinstruction-2 left. Round 14: ten of batch 15's eleven misses caught by general rules (round 14's tables); hfspace-trl-asyncgrpo left. Round 15: nine of batch 16's eleven misses caught by general rules (round 15's tables and the prose metric reader); the two ChargebackOps write-ups left. Round 16: fifteen of batch 17's seventeen misses caught by general rules and two framework strings (round 16's tables); ocamlergrpo and trinity-283 left. Round 17: batch 18 joined development with its eleven held-out misses, all caught by general rules (round 17's tables: the start-up GPU-count strings of veRL, ROLL, vLLM and Ray; zero-variance groups, entropy runaways and a KL far above its target told in run reports; an OOM told as fixed is no OOM); none left."""
 
 
 @pytest.mark.parametrize("case_id", [c["id"] for c in CASES if c["split"] == "development"])

@@ -1320,6 +1320,68 @@ HEALTHY_R16 = [
 ]
 
 
+# ----------------------------------------------------------------------------- round 17 (batch 18's misses)
+# Start-up GPU-count refusals as the frameworks print them (signature gpu_count_short: veRL's resource-pool check, ROLL's
+# ResourceManager, vLLM's Ray executor, Ray's infeasible-task warning; vLLM's "No supported device detected" in
+# no_cuda_device), zero-variance groups told in run reports (every sample scored 0, reward_std falling to 0,
+# frac_reward_zero_std rising to 1, a share of groups with zero variance, groups all-correct/all-wrong, a flat score),
+# an entropy runaway / near-maximum entropy, a KL far above its target; and round 16's noticed false readings: a hang
+# denied after its subject, the same output under greedy decoding, an OOM told as fixed, an OOM phase word inside
+# another word, a collapse in another subject's clause.
+FIRST_R17 = [
+    ("(TaskRunner pid=2213) ValueError: Total available GPUs 4.0 is less than total desired GPUs 8\n", "needs_gpu"),
+    ("ValueError: Total available GPUs 0.0 is less than total desired GPUs 16\n", "needs_gpu"),
+    ("AssertionError: The Ray clusters(ray_num_nodes: 1) cannot meet the required number of nodes (`num_nodes`4). "
+     "required per-node GPU >= 8\n", "needs_gpu"),
+    ("AssertionError: num_gpus 16 > available_gpu 8.0\n", "needs_gpu"),
+    ("ValueError: The number of required GPUs exceeds the total number of available GPUs in the cluster.\n", "needs_gpu"),
+    ("ValueError: Cannot provide a placement group of placement_group_specs=[{'GPU': 1.0}, {'GPU': 1.0}] within 1800 "
+     "seconds. See `ray status` to make sure the cluster has enough resources.\n", "needs_gpu"),
+    ("2025-03-02 10:11:12,345\tWARNING worker.py:1034 -- The actor or task with ID ffffa1 cannot be scheduled right now. "
+     "It requires {GPU: 2.000000}, {CPU: 1.000000} for placement, however the cluster currently cannot provide the "
+     "requested resources.\n", "needs_gpu"),
+    ("  File \"vllm/config.py\", line 500, in __init__\n    raise RuntimeError(\"No supported device detected.\")\n"
+     "RuntimeError: No supported device detected.\n", "needs_gpu"),
+    # an OOM phase word inside another word is no phase ('factor updated' is no actor update)
+    ("the loss scale factor updated to 1024, then torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 "
+     "GiB\n", "oom_gpu"),
+]
+
+TOP3_R17 = [
+    ("every rollout receives a reward of 0 because the parser never finds the boxed answer\n", "zero_variance_groups"),
+    ("all the trajectories scored zero in the first 50 steps\n", "zero_variance_groups"),
+    ("- Reward flat at 0.31 for the whole run\n", "zero_variance_groups"),
+    ("frac_reward_zero_std: rose to 1.0 after the lr change\n", "zero_variance_groups"),
+    ("after the lr change the reward_std dropped to 0 and never recovered\n", "zero_variance_groups"),
+    ("about 60% of the prompt groups had zero reward variance\n", "zero_variance_groups"),
+    ("by epoch 2 most groups were all-wrong on the hard split\n", "zero_variance_groups"),
+    ("we saw an entropy explosion around step 120\n", "entropy_explosion"),
+    ("by step 60 the policy was close to maximum entropy over the vocabulary\n", "entropy_explosion"),
+    ("the KL is way above the target of 6 after 100 updates\n", "kl_explosion"),
+]
+
+HEALTHY_R17 = [
+    ("the run is fine now, no hang anymore after NCCL_P2P_DISABLE=1 on 2 nodes\n", "nccl_timeout"),
+    ("with greedy decoding the model gives the same answer for every prompt on each rerun\n", "reward_hacking"),
+    ("at temperature 0 the policy returns the same output for each prompt, as expected\n", "reward_hacking"),
+    ("each sample gets 0 or 1 from the verifier\n", "zero_variance_groups"),
+    ("each completion gets 0 if the answer is wrong\n", "zero_variance_groups"),
+    ("groups with zero reward variance are filtered out by dynamic sampling\n", "zero_variance_groups"),
+    ("the reward_std falls to 0.3 as the policy improves\n", "zero_variance_groups"),
+    ("we pay a reward flat rate of 0.1 per tool call\n", "zero_variance_groups"),
+    ("we use maximum entropy RL as the objective\n", "entropy_explosion"),
+    ("an entropy bonus helps to prevent an entropy explosion\n", "entropy_explosion"),
+    ("entropy kept increasing while the reward collapsed to zero\n", "entropy_collapse"),
+    ("the KL stays well below the target of 0.1\n", "kl_explosion"),
+    ("# after we fixed the OOM the run trained for 300 steps\n", "oom_gpu"),
+    ("# OOM fix: lower micro batch size; the run is healthy now\n", "oom_gpu"),
+    ("ray status shows 16 GPUs and the placement group of 8 bundles was created\n", "needs_gpu"),
+    ("The actor or task with ID ab12 cannot be scheduled right now. It requires {CPU: 1.000000} for placement, however "
+     "the cluster currently cannot provide the requested resources.\n", "needs_gpu"),
+    ("the Total available GPUs check passes: 16 GPUs for 16 desired\n", "needs_gpu"),
+]
+
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -1335,16 +1397,18 @@ def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
 _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "round5": FIRST_R5,
                       "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10,
                       "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
-                      "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16})
+                      "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
+                      "round17": FIRST_R17})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
-                     "round14": TOP3_R14, "round15": TOP3_R15, "round16": TOP3_R16})
+                     "round14": TOP3_R14, "round15": TOP3_R15, "round16": TOP3_R16,
+                     "round17": TOP3_R17})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
                         "round13": HEALTHY_R13, "round14": HEALTHY_R14, "round15": HEALTHY_R15,
-                        "round16": HEALTHY_R16}, healthy=True)
+                        "round16": HEALTHY_R16, "round17": HEALTHY_R17}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

@@ -37,6 +37,7 @@ class _Sig:
     before: re.Pattern[str] | None = None
     after: re.Pattern[str] | None = None
     prose: bool = False  # scope: prose (descriptions), see diagnosis_signatures.yaml
+    unless: re.Pattern[str] | None = None  # a match whose clause this finds is not read (diagnosis_signatures.yaml)
     _compiled: list[re.Pattern[str]] | None = None
     _gated: list[tuple[tuple[str, ...] | None, re.Pattern[str]]] | None = None
 
@@ -208,7 +209,8 @@ class SignatureScanner:
                        sources=tuple(row.get("patterns", [])),
                        requires=tuple(row.get("requires_file", [])),
                        suppresses=tuple(row.get("suppresses", [])), kind=row.get("kind", "match"), row=row,
-                       prose=row.get("scope") == "prose")
+                       prose=row.get("scope") == "prose",
+                       unless=re.compile(row["unless"]) if row.get("unless") else None)
             if sig.kind == "ratio":
                 sig.before, sig.after = re.compile(row["before"]), re.compile(row["after"])
             self._sigs.append(sig)
@@ -235,6 +237,15 @@ class SignatureScanner:
             for tr in sig.triggers:
                 self._sigs_by_trigger[tr].append(i)
         self._markers = frozenset(mk for _, markers in self._phases for mk in markers)
+        # a marker of words ('actor updat', 'ref log prob', 'kv cache') starts at a word: not inside another word ('loss
+        # scale factor updated', 'pref log prob'); frame and class markers ('policyworker.train', 'referencemodel') match
+        # inside a longer name (DTensorPolicyWorker.train), as before (round 17)
+        self._phase_match: list[tuple[tuple[str, ...], re.Pattern[str] | None]] = []
+        for _, markers in self._phases:
+            words = [mk for mk in markers if " " in mk.strip() and mk[:1].isalpha()]
+            self._phase_match.append((tuple(mk for mk in markers if mk not in words),
+                                      re.compile("(?<![a-z])(?:" + "|".join(map(re.escape, words)) + ")")
+                                      if words else None))
         self._no_logprob_pass = tuple(m.lower() for m in oom.get("no_logprob_pass_markers", []))
         self.no_logprob_pass_seen = False  # a preference/SFT trainer is named: its log-prob pass is the train step
         self._any_hint = _literal_re({h for _, hints in _FRAMEWORK_HINTS for h in hints})
@@ -354,6 +365,8 @@ class SignatureScanner:
                     m = pat.search(s) if words is None or may_match(words, sl, s) else None
                     if m and sig.prose and _negated(s, m.start()):
                         m = next((x for x in pat.finditer(s) if not _negated(s, x.start())), None)
+                    if m and sig.unless is not None and sig.unless.search(_clause(s, m.start())):
+                        m = None
                     if m:
                         break
                 if m:
@@ -458,7 +471,8 @@ class SignatureScanner:
         hit.note = rule.get("note", "").format(line=context[0])
 
     def _phases_in(self, low: str, t: str) -> tuple[int, ...]:
-        phases = tuple(i for i, (_, markers) in enumerate(self._phases) if any(mk in low for mk in markers))
+        phases = tuple(i for i, (plain, words) in enumerate(self._phase_match)
+                       if any(mk in low for mk in plain) or (words is not None and words.search(low)))
         if phases:
             self.phase_lines += 1
         frame = self.lines - self._frame_line in (0, 1)  # a frame line or the code line it shows
