@@ -1327,7 +1327,8 @@ HEALTHY_R16 = [
 # frac_reward_zero_std rising to 1, a share of groups with zero variance, groups all-correct/all-wrong, a flat score),
 # an entropy runaway / near-maximum entropy, a KL far above its target; and round 16's noticed false readings: a hang
 # denied after its subject, the same output under greedy decoding, an OOM told as fixed, an OOM phase word inside
-# another word, a collapse in another subject's clause.
+# another word, a collapse in another subject's clause; and a documented development miss's kind (trinityrft-608):
+# truncated responses told as kept for training like finished ones.
 FIRST_R17 = [
     ("(TaskRunner pid=2213) ValueError: Total available GPUs 4.0 is less than total desired GPUs 8\n", "needs_gpu"),
     ("ValueError: Total available GPUs 0.0 is less than total desired GPUs 16\n", "needs_gpu"),
@@ -1358,6 +1359,9 @@ TOP3_R17 = [
     ("we saw an entropy explosion around step 120\n", "entropy_explosion"),
     ("by step 60 the policy was close to maximum entropy over the vocabulary\n", "entropy_explosion"),
     ("the KL is way above the target of 6 after 100 updates\n", "kl_explosion"),
+    # truncated responses kept for training like finished ones (TRL mask_truncated_completions keeps them out)
+    ("in our agent runs the truncated completions are still used for training like any other\n", "response_truncation"),
+    ("length-truncated samples were kept as normal experiences in the buffer\n", "response_truncation"),
 ]
 
 HEALTHY_R17 = [
@@ -1379,6 +1383,9 @@ HEALTHY_R17 = [
     ("The actor or task with ID ab12 cannot be scheduled right now. It requires {CPU: 1.000000} for placement, however "
      "the cluster currently cannot provide the requested resources.\n", "needs_gpu"),
     ("the Total available GPUs check passes: 16 GPUs for 16 desired\n", "needs_gpu"),
+    ("When enabled, truncated completions are excluded from the loss calculation\n", "response_truncation"),
+    ("truncated responses are treated as failures and get reward 0\n", "response_truncation"),
+    ("truncated responses are masked, so they are not used for training\n", "response_truncation"),
 ]
 
 
