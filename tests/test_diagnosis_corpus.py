@@ -157,10 +157,10 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (22, 32)
 """The validation batch (``VALIDATION_BATCH``, now 19) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
-measured (the validation tests skip until batch 19 is measured); whoever measures it records the figure
+measured (the validation tests skip until it is measured); whoever measures it records the figure
 here and in tests/cases/diagnosis/README.md (the history: batch 1's hash-split part 25/33 = 76%, batch 2
 26/38 = 68%, batch 3 20/32 = 62%, batch 4 13/34 = 38%, batch 5 19/29 = 66%; batches 6 and 7, measured
 together at the session-5 round-5 freeze: 12/24 and 12/24, 24/48 = 50%; batch 8 at the round-6 freeze:
@@ -178,7 +178,9 @@ round-14 freeze: 7/18 = 39%, joined development at round 15; batch 17, five blin
 frameworks, downstream projects and DeepSpeed-Chat; 7 web pages; 10 files committed to public repositories and a
 model card), at the round-15 freeze: 14/31 = 45%, joined development at round 16; batch 18, three blind collectors
 (7 files committed to public repositories, 4 Hugging Face model cards, 4 threads found by error strings), at the
-round-16 freeze: 4/15 = 27%, joined development at round 17)."""
+round-16 freeze: 4/15 = 27%, joined development at round 17; batch 19, five blind collectors (7 threads on training
+dynamics, 6 owners' journals and 5 raw run records committed to repositories, 5 web pages and model cards, 9 crash
+threads found by error strings; 14 of the 32 healthy runs), at the round-17 freeze: 22/32 = 69%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -207,6 +209,14 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 19 measured once at the round-17 freeze: 22/32 = 69% (goal 90%). Misses: "
+                   "two healthy veRL reference logs (PPO and GRPO on GSM8K, published by veRL as baselines) given an "
+                   "entropy_collapse error finding; two weight-update crashes read by their surface (a connect timeout on "
+                   "the communicator port of TRL's vLLM client read as an NCCL timeout; a weight-loader keyword mismatch "
+                   "read as a configuration error); and six run reports in prose or metric tables with no finding or a "
+                   "wrong one (an agent's tool-call parse failures, a DPO run at lr 1e-4 with loss 0 and reward margins of "
+                   "18, generations hitting the length limit while rewards fall, a clipping gate stopping a run at a 640-token "
+                   "cap, GPU utilisation at 10% read as an OOM, ppo_mini_batch_size normalised to zero told in words)")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
