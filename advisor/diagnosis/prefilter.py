@@ -41,14 +41,17 @@ SIGNAL = 2
 NONFINITE = 4  # the line holds a NaN/Inf value (a metric record that sampling must not skip)
 RECORD = 8  # a one-line metric record (veRL step line, OpenRLHF global step, dict/JSON line)
 MARKER = 16  # an OOM phase or context marker (frame names; also found inside metric keys)
-TAILED = RECORD | MARKER
+TAILED = RECORD | NONFINITE | MARKER
 """Kinds whose Hyperscan expression runs on to the line's newline (``[^\\n]*\\n``), reported once per
 line: the anchors that occur several times on each of many lines (``step:``, ``global_step:`` and
-``timing_s/step:`` on every veRL step line; frame names in metric keys). The other kinds are bare
-literals, their line's newline found by ``bytes.find`` in the match callback: the tail made
-Hyperscan scan the 1M-line benchmark log 2-3x slower (0.39 s against 0.12 s CPU for the whole
-database, the ~300 trigger literals most), while their lines are rare and, when they occur, read
-in full anyway (so a callback per occurrence costs little beside reading the line)."""
+``timing_s/step:`` on every veRL step line; a NaN in every value of a diverged run's records; frame
+names in metric keys). The other kinds are bare literals, their line's newline found by
+``bytes.find`` in the match callback: the tail made Hyperscan scan the 1M-line benchmark log 2-3x
+slower (0.39 s against 0.12 s CPU for the whole database, the ~300 trigger literals most), while
+their lines are rare and, when they occur, read in full anyway (so a callback per occurrence costs
+little beside reading the line). NONFINITE is tailed though cheap as literals: a log whose records
+hold twenty NaNs each took 20% longer with a callback per NaN (benchmarks/diagnose_scale.py's log:
+about 0.01 s more with the tail)."""
 
 _RECORD_ANCHORS = (
     b"step:",         # veRL console
