@@ -379,6 +379,25 @@ def test_rows_of_a_shape_no_adapter_knows_are_read_by_the_generic_adapter() -> N
     assert "GPU count is not stated" in reasons and "not a case: a str" in reasons
 
 
+def test_a_step_time_written_on_the_outcome_is_read_as_the_cases_one_row() -> None:
+    """A source that publishes one setting's step time on the outcome itself, with no rows, is scored
+    by the generic adapter when the case states its setting, and listed with the generic adapter's
+    reason when it does not (a model the catalog lacks); an outcome with no step time keeps its reason."""
+    base = {"framework": "TRL GRPOTrainer", "hardware": {"gpu": "A800", "count": 8},
+            "settings": {"num_generations": 7, "max_completion_length": 1024}}
+    doc = {"cases": [
+        {**base, "id": "named", "model": "Qwen2.5-7B-Instruct", "outcome": {"status": "mixed", "step_time_s": "~420 (7 min)"}},
+        {**base, "id": "unnamed", "model": "13B (unnamed)", "outcome": {"step_time_s": 420}},
+        {**base, "id": "untimed", "model": "Qwen2.5-7B-Instruct", "outcome": {"status": "fits"}}]}
+    named, unnamed, untimed = time_cases(doc)
+    assert named.scored and named.published == 420 and named.row == "(outcome)"
+    assert named.plan.hardware.total_gpus == 8 and named.plan.algorithm.group_size == 7
+    assert named.plan.data.max_response_length == 1024 and named.plan.framework == "trl"
+    assert not unnamed.scored and "'13B (unnamed)' is not in the model catalog" in unnamed.skip_reason
+    assert unnamed.row == "(outcome)"
+    assert not untimed.scored and "no published time" in untimed.skip_reason
+
+
 def test_a_document_that_is_not_a_cases_file_is_refused_with_the_field() -> None:
     from advisor.errors import AdvisorError
 

@@ -863,7 +863,8 @@ def _rowwise(adapter: Any, case: dict[str, Any], extra: dict[str, ModelSpec]) ->
         try:
             got = adapter(one, extra)
         except Exception as exc:  # noqa: BLE001 - reported per row, never hidden
-            label = str(row.get("model") or row.get("mode") or row.get("model_size") or row.get("gpus") or i)
+            label = str(row.get("label") or row.get("model") or row.get("mode") or row.get("model_size")
+                        or row.get("gpus") or i)
             got = [TimeCase(case=case["id"], row=label, metric="step_s", scored=False,
                             skip_reason=f"row not understood: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")]
         for c in got:
@@ -914,7 +915,16 @@ def time_cases(doc: dict[str, Any], extra_models: dict[str, dict[str, Any]] | No
         uses = case.get("use_for") or []
         if "use_for" in case and not {"time_model", "plan_placement"} & set(uses if isinstance(uses, list) else [uses]):
             continue
-        rows = (case.get("outcome") or {}).get("rows")
+        outcome = case.get("outcome") or {}
+        rows = outcome.get("rows")
+        if not (isinstance(rows, list) and rows and isinstance(rows[0], dict)) and any(
+                outcome.get(k) not in (None, "") for k in STEP_KEYS):
+            # one setting, one step time written on the outcome itself (a thread's "~420 s per
+            # step"): read as the case's only row, scored when the case states its setting
+            one = {k: v for k, v in outcome.items() if k not in ("rows", "status", "note")}
+            out += _rowwise(_generic_rows, {**case, "outcome": {**outcome, "rows": [{"label": "(outcome)", **one}]}},
+                            extra)
+            continue
         if not (isinstance(rows, list) and rows and isinstance(rows[0], dict)):
             out.append(TimeCase(case=case["id"], row="(case)", metric="step_s", scored=False,
                                 skip_reason=_no_rows_reason(case)))
