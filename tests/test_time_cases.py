@@ -398,6 +398,25 @@ def test_a_step_time_written_on_the_outcome_is_read_as_the_cases_one_row() -> No
     assert not untimed.scored and "no published time" in untimed.skip_reason
 
 
+@pytest.mark.parametrize(("key", "value", "seconds"), [
+    ("step_s", 300, 300.0), ("step_time_s", "~420 (7 min)", 420.0), ("step_time", "7 min", 420.0),
+    ("step_time", "1.5 h", 5400.0), ("step_s", "850 ms", 0.85), ("step_min", 7, 420.0), ("step_time", "3 mins", 180.0),
+    ("time_per_step", "12 secs", 12.0)])
+def test_a_step_time_is_read_in_the_unit_it_is_written_in(key: str, value: object, seconds: float) -> None:
+    """A row's step time in minutes or hours (by its key or its text) is not read as seconds."""
+    doc = {"cases": [{"id": "u", "model": "Qwen2.5-7B-Instruct", "framework": "veRL", "hardware": {"gpu": "H100", "count": 8},
+                      "outcome": {"rows": [{key: value}]}}]}
+    (case,) = time_cases(doc)
+    assert case.scored and case.published == pytest.approx(seconds)
+
+
+def test_a_step_time_in_a_unit_that_is_not_a_time_is_listed_with_the_reason() -> None:
+    doc = {"cases": [{"id": "u", "model": "Qwen2.5-7B-Instruct", "hardware": {"gpu": "H100", "count": 8},
+                      "outcome": {"rows": [{"step_s": "7 GB"}]}}]}
+    (case,) = time_cases(doc)
+    assert not case.scored and "not a time" in case.skip_reason and "'7 GB'" in case.skip_reason
+
+
 def test_a_document_that_is_not_a_cases_file_is_refused_with_the_field() -> None:
     from advisor.errors import AdvisorError
 

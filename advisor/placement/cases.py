@@ -605,8 +605,35 @@ def _unscored_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Ti
 
 # --------------------------------------------------------------------------- generic shape
 
-STEP_KEYS = ("step_s", "step_time_s", "time_per_step_s", "seconds_per_step", "s_per_step")
-"""Row keys that carry one step's wall-clock seconds (the generic adapter reads the first present)."""
+STEP_KEYS = ("step_s", "step_time_s", "time_per_step_s", "seconds_per_step", "s_per_step",
+             "step_time", "time_per_step", "step_min", "step_time_min", "minutes_per_step")
+"""Row keys that carry one step's wall-clock time (the generic adapter reads the first present): in
+seconds, unless the key says minutes (``_min``, ``minutes_``) or the value names its unit ("7 min",
+"1.5 h", "850 ms"; ``_step_seconds``)."""
+
+_TIME_UNITS = (("ms", 0.001), ("millisecond", 0.001), ("msec", 0.001), ("s", 1.0), ("sec", 1.0), ("second", 1.0),
+               ("m", 60.0), ("min", 60.0), ("minute", 60.0), ("h", 3600.0), ("hr", 3600.0), ("hour", 3600.0))
+
+
+def _step_seconds(value: Any, key: str) -> float:
+    """One step's time in seconds from what a source wrote: a number in the key's unit (seconds, or
+    minutes for a ``_min``/``minutes_`` key), or text whose first number carries its own unit
+    ("~420 (7 min)" is 420 s, "7 min" 420 s, "1.5 h" 5400 s, "850 ms" 0.85 s)."""
+    minutes = key.endswith("_min") or key.startswith("minutes")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value) * (60.0 if minutes else 1.0)
+    m = re.match(r"\s*~?\s*([0-9][0-9,]*\.?[0-9]*)\s*([a-zA-Z]+)?", str(value))
+    if not m:
+        raise ValueError(f"{key}: {value!r} is not a time")
+    number = float(m.group(1).replace(",", ""))
+    word = (m.group(2) or "").lower()
+    if not word:
+        return number * (60.0 if minutes else 1.0)
+    units = dict(_TIME_UNITS)
+    scale = units.get(word, units.get(word.rstrip("s")))  # "mins", "hours", "secs"
+    if scale is None:
+        raise ValueError(f"{key}: {value!r} has a unit that is not a time ({m.group(2)!r}; use s, ms, min or h)")
+    return number * scale
 
 _ALIASES: dict[str, tuple[str, ...]] = {
     # Plan field <- the setting names sources write (veRL data.*/rollout.*, the veRL recipes' shell
@@ -659,7 +686,7 @@ def _generic_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Tim
     for i, row in enumerate(case["outcome"]["rows"]):
         merged = {**st, **row}
         key = next(k for k in STEP_KEYS if row.get(k) not in (None, ""))
-        published = _number(row[key], key)
+        published = _step_seconds(row[key], key)
         model = str(row.get("model") or case.get("model") or "")
         if not model or (extra.get(model) is None and _params_or_none(model) is None):
             raise ValueError(f"model {model or '(none)'!r} is not in the model catalog")
