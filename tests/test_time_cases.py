@@ -410,6 +410,18 @@ def test_a_step_time_is_read_in_the_unit_it_is_written_in(key: str, value: objec
     assert case.scored and case.published == pytest.approx(seconds)
 
 
+def test_a_gpu_count_written_as_nodes_is_read_with_the_nodes_gpus() -> None:
+    """A source that counts nodes (row 'nodes', hardware.nodes) is read as nodes x GPUs per node: the
+    stated per-node count, else the catalog card's usual server (8 for an HGX H100 board)."""
+    doc = {"cases": [{"id": "n", "model": "Qwen2.5-7B-Instruct", "framework": "veRL", "hardware": {"gpu": "H100"},
+                      "outcome": {"rows": [{"nodes": 4, "step_s": 100}, {"nodes": 2, "gpus_per_node": 4, "step_s": 100},
+                                           {"step_s": 100}]}}]}
+    four, two, none = time_cases(doc)
+    assert (four.plan.hardware.nodes, four.plan.hardware.gpus_per_node) == (4, 8)
+    assert (two.plan.hardware.nodes, two.plan.hardware.gpus_per_node) == (2, 4)
+    assert not none.scored and "GPU count is not stated" in none.skip_reason
+
+
 def test_a_step_time_in_a_unit_that_is_not_a_time_is_listed_with_the_reason() -> None:
     doc = {"cases": [{"id": "u", "model": "Qwen2.5-7B-Instruct", "hardware": {"gpu": "H100", "count": 8},
                       "outcome": {"rows": [{"step_s": "7 GB"}]}}]}

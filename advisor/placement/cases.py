@@ -71,6 +71,14 @@ def _find_gpu(name: str) -> str | None:
     return None
 
 
+def gpu_catalog_node(name: str) -> int:
+    """GPUs in the usual server of a catalog card (gpus.yaml gpus_per_node: 8 for HGX boards, 4 for
+    GB200 trays), for a source that counts nodes but not GPUs per node."""
+    from advisor.catalog import get_gpu
+
+    return get_gpu(name).gpus_per_node
+
+
 def _min_tp(params: float, hbm_gb: float, frac: float = 0.5) -> int:
     tp = 1
     while params * 2 / tp > frac * hbm_gb * 1e9 and tp < 8:
@@ -694,9 +702,14 @@ def _generic_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Tim
         gpu = _find_gpu(_gpu_name(gpu_text)) if gpu_text else None
         if gpu is None:
             raise ValueError(f"GPU type {gpu_text or '(not stated)'!r} is not in the GPU catalog")
-        gpus = int(_number(row.get("gpus") or row.get("gpu_count") or hw.get("count") or 0, "gpus"))
+        per_node = row.get("gpus_per_node") or hw.get("gpus_per_node")
+        nodes_stated = row.get("nodes") or row.get("num_nodes") or hw.get("nodes") or hw.get("num_nodes")
+        gpus = int(_number(row.get("gpus") or row.get("gpu_count") or row.get("num_gpus") or hw.get("count")
+                           or hw.get("num_gpus") or 0, "gpus"))
+        if gpus <= 0 and nodes_stated:  # "4 nodes" of the catalog card's usual server when not stated
+            gpus = int(_number(nodes_stated, "nodes")) * int(_number(per_node or gpu_catalog_node(gpu), "gpus_per_node"))
         if gpus <= 0:
-            raise ValueError("the GPU count is not stated (row 'gpus' or hardware.count)")
+            raise ValueError("the GPU count is not stated (row 'gpus' or 'nodes', or hardware.count or hardware.nodes)")
         method = str(row.get("method") or case.get("method") or "grpo").lower()
         method = next((m.value for m in Method if re.match(rf"{m.value}\b", method.replace("-", "_"))), "grpo")
         inferred = []
@@ -726,7 +739,8 @@ def _generic_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Tim
             data["mini_batch_size"] = min(int(_number(mini, "mini_batch_size")), data.get("train_batch_size", 256))
         tp = _setting(merged, "rollout_tp")
         util = _setting(merged, "gpu_memory_utilization")
-        nodes = max(1, math.ceil(gpus / 8))
+        gpn = int(_number(per_node, "gpus_per_node")) if per_node else min(gpus, gpu_catalog_node(gpu))
+        nodes = max(1, math.ceil(gpus / gpn))
         gpn = gpus // nodes
         mode = _row_mode(row.get("mode") or st.get("mode") or "")
         split = _row_split(row)
