@@ -422,6 +422,21 @@ def test_a_gpu_count_written_as_nodes_is_read_with_the_nodes_gpus() -> None:
     assert not none.scored and "GPU count is not stated" in none.skip_reason
 
 
+def test_a_throughput_row_is_read_as_a_step_time_when_its_setting_gives_the_tokens() -> None:
+    """A row that publishes tokens/s/GPU (veRL's perf/throughput) and no step time is scored as the step
+    that moves prompts x group x (mean prompt + mean response) tokens at that rate on its GPUs; a row
+    whose setting lacks the mean lengths is listed naming them."""
+    settings = {"train_batch_size": 256, "rollout_n": 8, "mean_prompt_length": 512, "max_response_length": 4096}
+    doc = {"cases": [{"id": "t", "model": "Qwen2.5-7B-Instruct", "framework": "veRL", "settings": settings,
+                      "hardware": {"gpu": "H100", "count": 16},
+                      "outcome": {"rows": [{"perf/throughput": 1024, "mean_response_length": 1536},
+                                           {"tokens_per_s_per_gpu": 2048}]}}]}
+    read, unread = time_cases(doc)
+    assert read.scored and read.published == pytest.approx(256 * 8 * (512 + 1536) / (1024 * 16))
+    assert any("perf/throughput" in note for note in read.inferred)
+    assert not unread.scored and "mean_response_length" in unread.skip_reason
+
+
 def test_a_step_time_in_a_unit_that_is_not_a_time_is_listed_with_the_reason() -> None:
     doc = {"cases": [{"id": "u", "model": "Qwen2.5-7B-Instruct", "hardware": {"gpu": "H100", "count": 8},
                       "outcome": {"rows": [{"step_s": "7 GB"}]}}]}

@@ -619,6 +619,11 @@ STEP_KEYS = ("step_s", "step_time_s", "time_per_step_s", "seconds_per_step", "s_
 seconds, unless the key says minutes (``_min``, ``minutes_``) or the value names its unit ("7 min",
 "1.5 h", "850 ms"; ``_step_seconds``)."""
 
+THROUGHPUT_KEYS = ("tokens_per_s_per_gpu", "tok_s_gpu", "tokens_per_gpu_per_s", "throughput_tokens_per_s_per_gpu",
+                   "perf/throughput")
+"""Row keys that carry tokens per second per GPU (veRL's perf/throughput: prompt and response tokens of the
+step over its time and the GPUs), read as a step time when the row states prompts, group and mean lengths."""
+
 _TIME_UNITS = (("ms", 0.001), ("millisecond", 0.001), ("msec", 0.001), ("s", 1.0), ("sec", 1.0), ("second", 1.0),
                ("m", 60.0), ("min", 60.0), ("minute", 60.0), ("h", 3600.0), ("hr", 3600.0), ("hour", 3600.0))
 
@@ -693,8 +698,8 @@ def _generic_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Tim
     framework = next((fw for word, fw in _FRAMEWORKS if word in fw_text), "verl")
     for i, row in enumerate(case["outcome"]["rows"]):
         merged = {**st, **row}
-        key = next(k for k in STEP_KEYS if row.get(k) not in (None, ""))
-        published = _step_seconds(row[key], key)
+        key = next((k for k in STEP_KEYS if row.get(k) not in (None, "")), None)
+        published = _step_seconds(row[key], key) if key else 0.0
         model = str(row.get("model") or case.get("model") or "")
         if not model or (extra.get(model) is None and _params_or_none(model) is None):
             raise ValueError(f"model {model or '(none)'!r} is not in the model catalog")
@@ -737,6 +742,16 @@ def _generic_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[Tim
             data["train_batch_size"] = prompts
         if mini is not None:
             data["mini_batch_size"] = min(int(_number(mini, "mini_batch_size")), data.get("train_batch_size", 256))
+        if key is None:  # a throughput row: its step time from veRL's perf/throughput definition
+            tkey = next(k for k in THROUGHPUT_KEYS if row.get(k) not in (None, ""))
+            need = [f for f in ("train_batch_size", "mean_prompt_length", "mean_response_length") if f not in data]
+            if need:
+                raise ValueError(f"{tkey} {row[tkey]!r} is tokens/s/GPU; its step time needs {', '.join(need)}, "
+                                 "which the source does not state")
+            published = (data["train_batch_size"] * group * (data["mean_prompt_length"] + data["mean_response_length"])
+                         / (_number(row[tkey], tkey) * gpus))
+            inferred.append(f"step time from {tkey}: prompts x group x (mean prompt + mean response) / "
+                            "(tokens/s/GPU x GPUs), veRL's perf/throughput definition")
         tp = _setting(merged, "rollout_tp")
         util = _setting(merged, "gpu_memory_utilization")
         gpn = int(_number(per_node, "gpus_per_node")) if per_node else min(gpus, gpu_catalog_node(gpu))
@@ -959,7 +974,7 @@ def time_cases(doc: dict[str, Any], extra_models: dict[str, dict[str, Any]] | No
         outcome = case.get("outcome") or {}
         rows = outcome.get("rows")
         if not (isinstance(rows, list) and rows and isinstance(rows[0], dict)) and any(
-                outcome.get(k) not in (None, "") for k in STEP_KEYS):
+                outcome.get(k) not in (None, "") for k in (*STEP_KEYS, *THROUGHPUT_KEYS)):
             # one setting, one step time written on the outcome itself (a thread's "~420 s per
             # step"): read as the case's only row, scored when the case states its setting
             one = {k: v for k, v in outcome.items() if k not in ("rows", "status", "note")}
@@ -983,7 +998,8 @@ def time_cases(doc: dict[str, Any], extra_models: dict[str, dict[str, Any]] | No
             adapter = _dschat_rows
         elif "throughput_samples_per_gpu_s" in first and "model" in first:
             adapter = _openrlhf_throughput_rows
-        elif any(r.get(k) not in (None, "") for r in rows if isinstance(r, dict) for k in STEP_KEYS) and not any(
+        elif any(r.get(k) not in (None, "") for r in rows if isinstance(r, dict)
+                 for k in (*STEP_KEYS, *THROUGHPUT_KEYS)) and not any(
                 k in first for k in ("not_read", "finding", "best_colocate_speedup", "result")):
             adapter = _generic_rows
         else:
