@@ -125,8 +125,35 @@ def check_entropy_collapse(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit]
         sev = "warning"
     else:
         return _entropy_fall_from_peak(ctx, vals, end, p)
-    return [RuleHit(sev, f"Policy entropy fell {drop:.0%} (from {_fmt(start)} to {_fmt(end)}).",
-                    [ctx.evidence("entropy", note=f"trend {tr.direction}, n={tr.n}")])]
+    ev = [ctx.evidence("entropy", note=f"trend {tr.direction}, n={tr.n}")]
+    rose = _reward_rose(ctx, p) if sev == "error" else None
+    if rose is not None:  # the entropy was spent on reward: the trade-off of a learning run, not a collapse yet
+        r0, r1 = rose
+        ev.append(ctx.evidence("reward_mean", note=f"start {_fmt(r0)} -> recent {_fmt(r1)}, rising, not falling at the end"))
+        return [RuleHit("warning", f"Policy entropy fell {drop:.0%} (from {_fmt(start)} to {_fmt(end)}) while the reward "
+                                   f"rose ({_fmt(r0)} -> {_fmt(r1)}): the usual entropy-for-reward trade-off; a collapse "
+                                   "if the reward stops rising below its goal with the entropy this low.", ev)]
+    return [RuleHit(sev, f"Policy entropy fell {drop:.0%} (from {_fmt(start)} to {_fmt(end)}).", ev)]
+
+
+def _reward_rose(ctx: RuleContext, p: dict[str, Any]) -> tuple[float, float] | None:
+    """(start, recent) of the reward when it rose over the run (a significant up trend, the recent level at least
+    ``reward_rise`` of the reward's range above its start) and does not fall over the last third; else None.
+    Cui et al. (arXiv 2505.22617) fit R = -a*exp(H) + b on healthy runs: reward is bought with entropy, so an
+    entropy fall while the reward climbs is how a run learns (veRL's published GSM8K baselines, docs/algo/baseline.md,
+    fall 87-94% in entropy as the score rises). What makes it a collapse is the reward stalling or falling with the
+    entropy spent, which the error keeps."""
+    rew = ctx.values("reward_mean")
+    if len(rew) < p["min_points"]:
+        return None
+    r0, r1 = levels(rew)
+    span = max(rew) - min(rew)
+    if span <= 0 or r1 - r0 < p["reward_rise"] * span or trend(rew).direction != "up":
+        return None
+    tail = rew[-max(3, len(rew) // 3):]
+    if trend(tail).direction == "down":
+        return None
+    return r0, r1
 
 
 def _entropy_fall_from_peak(ctx: RuleContext, vals: list[float], end: float, p: dict[str, Any]) -> list[RuleHit]:
