@@ -546,3 +546,24 @@ def test_random_healthy_runs_get_no_error() -> None:
         if errors:
             loud[seed] = errors
     assert not loud, loud
+
+
+def test_routine_metric_lines_hold_no_signal_word() -> None:
+    """The pre-filter hands a line past the prose zone to the signature scanner and the metric reader when it holds a
+    signal word (advisor/diagnosis/prefilter.py signal_words: the log signatures' triggers and requires_triggers). A
+    word that every step line of a run holds makes each of them a full read (round 18: a requires_trigger 'update_',
+    in veRL's timing_s/update_actor, made the 1M-line diagnose_scale log 7x slower)."""
+    from advisor.diagnosis.prefilter import signal_words
+
+    verl = ("(TaskRunner pid=4242) step:7 - actor/entropy:np.float64(0.41) - actor/kl_loss:np.float64(0.002) - "
+            "actor/pg_loss:np.float64(0.01) - actor/pg_clipfrac:np.float64(0.002) - actor/ppo_kl:np.float64(1e-05) - "
+            "actor/grad_norm:np.float64(0.3) - actor/lr:1e-06 - critic/score/mean:0.5 - critic/advantages/max:2.1 - "
+            "response_length/mean:420 - response_length/clip_ratio:0.01 - timing_s/gen:30 - timing_s/old_log_prob:8 - "
+            "timing_s/ref:7.5 - timing_s/update_actor:40 - timing_s/step:95 - perf/throughput:2500 - "
+            "perf/max_memory_allocated_gb:61.2 - training/global_step:7")
+    trl = ("{'loss': 0.01, 'grad_norm': 0.5, 'learning_rate': 1e-06, 'num_tokens': 81920.0, 'completions/mean_length': 210.0, "
+           "'completions/clipped_ratio': 0.01, 'rewards/accuracy_reward/mean': 0.4, 'reward': 0.4, 'reward_std': 0.3, "
+           "'frac_reward_zero_std': 0.2, 'kl': 0.002, 'entropy': 0.6, 'clip_ratio/region_mean': 0.001, 'epoch': 0.1}")
+    for line in (verl, trl):
+        held = [w for w in signal_words() if w in line.lower()]
+        assert not held, held
