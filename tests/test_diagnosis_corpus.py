@@ -167,7 +167,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (14, 20)
 """The validation batch (``VALIDATION_BATCH``, now 20) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 20 is measured); whoever measures it records the figure
@@ -190,7 +190,9 @@ model card), at the round-15 freeze: 14/31 = 45%, joined development at round 16
 (7 files committed to public repositories, 4 Hugging Face model cards, 4 threads found by error strings), at the
 round-16 freeze: 4/15 = 27%, joined development at round 17; batch 19, five blind collectors (7 threads on training
 dynamics, 6 owners' journals and 5 raw run records committed to repositories, 5 web pages and model cards, 9 crash
-threads found by error strings; 14 of the 32 healthy runs), at the round-17 freeze: 22/32 = 69%, joined development at round 18)."""
+threads found by error strings; 14 of the 32 healthy runs), at the round-17 freeze: 22/32 = 69%, joined development at round 18; batch 20, four blind collectors (7 threads of
+less-mined projects, 4 owners' notes and committed logs, 3 raw run records, 6 crash threads by error strings; one case
+dropped before measuring), at the round-18 freeze: 14/20 = 70%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -219,6 +221,12 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 20 measured once at the round-18 freeze: 14/20 = 70% (goal 90%). Misses: "
+                   "three weight-update failures read by no rule (a NotImplementedError while a vLLM server's communicator "
+                   "is set up, a missing model_executor attribute when TRL moves the model into vLLM, a LoRA run whose "
+                   "engine generates '!!!' at maximum entropy after sleep, read as NaN and truncation), an environment "
+                   "server's JVM heap exhaustion in an agent run with no finding, a run that made no step in 48 hours while "
+                   "generating with no finding, and a healthy veRL PPO log given a kl_explosion error")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
