@@ -43,6 +43,13 @@ SAMPLE_AFTER = 256
 per metric). After that records [N*2^(p-1), N*2^p) are parsed one in 2^p: about N/2 per doubling,
 so parsing grows with the log's logarithm and the buckets stay evenly filled."""
 
+
+def _sample_stride(record: int) -> int:
+    """One in how many metric records is parsed at record number ``record`` past ``SAMPLE_AFTER`` (the
+    doubling schedule of SAMPLE_AFTER's docstring)."""
+    return 1 << (record // SAMPLE_AFTER).bit_length()
+
+
 _RECORD_TEXT = re.compile(r"(?:^|[\s>)])step:\s*\d+\s+-\s|Global step \d|^[\s>]*\{['\"]|[\]\r]\s*\{['\"]")
 
 
@@ -197,7 +204,7 @@ class DiagnosisSession:
         Most lines are never looked at. The plain metric records (most of what the scan reports)
         come as a list of line ends, and sampling picks its records from it by index: record number
         r (counted over the log) is parsed when r <= SAMPLE_AFTER or r is a multiple of the stride
-        1 << (r // SAMPLE_AFTER).bit_length(), so the skipped records between two parsed ones cost
+        ``_sample_stride(r)``, so the skipped records between two parsed ones cost
         nothing each."""
         find, rfind, startswith = body.find, body.rfind, body.startswith
         n = self.line_no  # the line number of the last line handled
@@ -220,7 +227,7 @@ class DiagnosisSession:
                     break
                 r = records + 1
                 if r > SAMPLE_AFTER:  # the next record number sampling parses
-                    step = 1 << (r // SAMPLE_AFTER).bit_length()
+                    step = _sample_stride(r)
                     r = -(-r // step) * step
                 at = ri + r - records - 1
                 if at >= stop:  # none before this line
@@ -228,12 +235,12 @@ class DiagnosisSession:
                     records += stop - ri
                     ri = stop
                     if records > SAMPLE_AFTER:
-                        k = 1 << (records // SAMPLE_AFTER).bit_length()
+                        k = _sample_stride(records)
                     break
                 skipped += at - ri
                 records = r
                 if records > SAMPLE_AFTER:
-                    k = 1 << (records // SAMPLE_AFTER).bit_length()
+                    k = _sample_stride(records)
                 rend = recs[at]
                 ri = at + 1
                 start = rfind(b"\n", 0, rend) + 1
@@ -257,7 +264,7 @@ class DiagnosisSession:
                     continue
                 records += 1
                 if records > SAMPLE_AFTER and not kinds & NONFINITE:
-                    k = 1 << (records // SAMPLE_AFTER).bit_length()
+                    k = _sample_stride(records)
                     if records % k:
                         skipped += 1
                         continue

@@ -145,13 +145,12 @@ class _Engine:
         ]
         self.marker_groups = [(MARKER, [_literal(w) for w in marker_words()])]
         self.kind = "python"
-        self._tailed = TAILED
         self._hs = self._hs_markers = None
         try:
             import hyperscan  # optional: vectorised scan
 
-            self._hs = _hs_database(hyperscan, self.groups, self._tailed)
-            self._hs_markers = _hs_database(hyperscan, self.marker_groups, self._tailed)
+            self._hs = _hs_database(hyperscan, self.groups)
+            self._hs_markers = _hs_database(hyperscan, self.marker_groups)
             self.kind = "hyperscan"
         except Exception:  # not installed or not buildable here: the same test, line by line
             self._hs = self._hs_markers = None
@@ -179,7 +178,7 @@ class _Engine:
                 hits = {end: kinds for end, kinds in hits.items() if kinds != RECORD}
             return hits
         get, find = hits.get, buf.find
-        tailed = self._tailed
+        tailed = TAILED
         rec = RECORD if records is not None else -1
         rec_append = records.append if records is not None else None
         cur_from, cur = 0, -1  # the newline found for the last literal match, from where
@@ -232,11 +231,11 @@ class _Engine:
         return hits
 
 
-def _hs_database(hyperscan, groups: list[tuple[int, list[bytes]]], tailed: int):  # noqa: ANN001, ANN202
+def _hs_database(hyperscan, groups: list[tuple[int, list[bytes]]]):  # noqa: ANN001, ANN202
     """One compiled Hyperscan database of ``groups`` (one expression per kind), from the cache
-    when a caller set one (``set_db_cache``). The kinds in ``tailed`` end in ``[^\\n]*\\n`` (one
+    when a caller set one (``set_db_cache``). The kinds in ``TAILED`` end in ``[^\\n]*\\n`` (one
     report per line, at its newline); the others are bare literals (one report per occurrence)."""
-    exprs = [b"(?:" + b"|".join(words) + b")" + (b"[^\n]*\n" if kind & tailed else b"") for kind, words in groups]
+    exprs = [b"(?:" + b"|".join(words) + b")" + (b"[^\n]*\n" if kind & TAILED else b"") for kind, words in groups]
     return _hs_compile(hyperscan, exprs, [kind for kind, _ in groups], [hyperscan.HS_FLAG_CASELESS] * len(exprs))
 
 
@@ -303,8 +302,13 @@ def line_ends(data: bytes, lo: int = 0, hi: int | None = None) -> list[tuple[int
     ``kinds`` a METRIC|SIGNAL|NONFINITE|RECORD set. The line starts after the previous newline
     (``data.rfind(b"\\n", 0, end) + 1``). With ``lo > 0`` the byte before ``lo`` is that newline and
     the scan reads the range in place (no copy of the chunk)."""
-    hits = engine().scan(data, lo, len(data) if hi is None else hi)
-    if NONFINITE in hits.values():  # a NaN on a line of no other kind: nothing reads it
+    return _read_ends(engine().scan(data, lo, len(data) if hi is None else hi))
+
+
+def _read_ends(hits: dict[int, int]) -> list[tuple[int, int]]:
+    """The (end, kinds) of ``hits`` without the lines of kind NONFINITE alone (a NaN on a line of no
+    other kind: nothing reads it)."""
+    if NONFINITE in hits.values():
         return [(end, kinds) for end, kinds in hits.items() if kinds != NONFINITE]
     return list(hits.items())
 
@@ -314,9 +318,7 @@ def record_and_line_ends(data: bytes, lo: int, hi: int) -> tuple[list[int], list
     records, most of which sampling skips) and the (end, kinds) of the others, each in order."""
     records: list[int] = []
     hits = engine().scan(data, lo, hi, records=records)
-    if NONFINITE in hits.values():
-        return records, [(end, kinds) for end, kinds in hits.items() if kinds != NONFINITE]
-    return records, list(hits.items())
+    return records, _read_ends(hits)
 
 
 def marker_ends(data: bytes, lo: int, hi: int) -> list[int]:
