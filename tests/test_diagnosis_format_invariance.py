@@ -74,6 +74,11 @@ KNOWN_FORMAT_GAPS: dict[str, str] = {
         "similar-known-cases guess differs: rewritten as a Markdown or whitespace table or a W&B history CSV, the "
         "records lose the launch-script lines of the original, and the other veRL GSM8K baseline log "
         "(verldata-qwen05b-ppo-gae-gsm8k-score0567) passes the similarity threshold, adding a third 'healthy' info"),
+    "ipexllm-dpo-mistral7b-qlora-xpu-sample-output": (
+        "batch 20 (joined development at round 19; healthy): the original's TRL dicts are read as metric records and "
+        "fire nothing; rewritten as NeMo-RL's console ('• loss: 0.6931' bullets) the bullets are not read as records, and "
+        "the prose signature loss_ln2_written reads 'loss ... 0.693' as a DPO loss stuck at ln 2 (the first two steps of "
+        "a DPO run sit at ln 2 by construction)"),
 }
 """Metric cases whose top 3 differ in some format for a documented reason (strict: an entry that starts passing fails
 until it is removed)."""
@@ -127,6 +132,17 @@ KNOWN_DEEP_GAPS: dict[str, str] = {
         "batch 17 (healthy_false_alarm): no rule finding bare or deep in a long log; the original's only finding is the "
         "similar-known-cases 'healthy' guess, which the long log's head dilutes below the threshold once the index holds "
         "batch 19's healthy cases (round 18's rebuild; it passed with the round-17 index)"),
+    "verllog-amd-deepseek7b-grpo-gsm8k-1120-steps": (
+        "batch 19 (healthy): the rule findings are the same deep in a long log; only the similar-known-cases guess "
+        "differs: with batch 20 in the index (round 19's rebuild) the long log's head adds a third 'healthy' guess"),
+    "yangzhou-verl-ppo-qwen05b-gsm8k-1gpu-435-steps": (
+        "batch 20 (joined development at round 19; healthy): the rule findings are the same deep in a long log; the "
+        "original's third finding is a similar-known-cases 'oom_gpu' warning (verl-1141, a veRL log of the same shape), "
+        "which the long log's head dilutes below the threshold"),
+    "yangzhou-verl-grpo-lora-qwen05b-exclamation-output-entropy9": (
+        "batch 20 (joined development at round 19; a documented miss): the original's first finding is nan_written, a "
+        "prose-scope signature reading the printed '[response] !!!...' sample line in the lines read in full; deep in a "
+        "long log that line is a plain log line, which prose signatures do not read by design"),
 }
 """Metric cases whose top 3 deep in a long log differ for a documented reason (strict: an entry that starts passing
 fails until it is removed)."""
@@ -137,6 +153,9 @@ KNOWN_PREFIX_GAPS: dict[str, str] = {
         "batch 13 (joined development at round 12): veRL's context-length AssertionError is read from the assert "
         "statement line above it; behind a Ray worker prefix or ANSI colour that pair is not read (no finding, or only "
         "the similar-known-cases guess); not fixed in round 12"),
+    "msswift-6935-grpo-vllm-server-init-communicator-notimplemented": (
+        "batch 20 (joined development at round 19; a documented miss): no finding bare; behind a vLLM Ray worker prefix "
+        "only the prefixed copy gets vllm_weight_sync_failure (the prefix names the vLLM worker)"),
 }
 
 
