@@ -194,6 +194,20 @@ def test_entropy_spent_on_a_rising_reward_is_no_collapse_error() -> None:
     assert late_fall.get("entropy_collapse") == "error", late_fall
 
 
+def test_a_kl_rising_from_its_zero_start_is_no_spike() -> None:
+    """Round 19: the KL to the reference is exactly 0 at the first step (the policy is the reference before its first
+    update); logged every few steps, a healthy run's steady rise (0, 0.014, 0.069, 0.149, 0.217) read as a tenfold spike
+    against a median dragged down by that 0. The spike is judged against the KL's non-zero values; a jump against
+    them, or one after a KL that stayed exactly 0, is still an error."""
+    def kl(values: list[float]) -> dict[str, str]:
+        return _categories(_verl_lines([{"actor/kl_loss": v, "critic/score/mean": 0.3 + 0.01 * i}
+                                        for i, v in enumerate(values)]))
+
+    assert "kl_explosion" not in kl([0.0, 0.014, 0.069, 0.149, 0.217])
+    assert kl([0.0, 0.011, 0.012, 0.010, 0.013, 0.5]).get("kl_explosion") == "error"
+    assert kl([0.0, 0.0, 0.0, 0.0, 0.5]).get("kl_explosion") == "error"
+
+
 def test_nan_grad_norm_fires_with_the_first_bad_step() -> None:
     rows = [{"actor/grad_norm": 0.5, "critic/score/mean": 0.3} for _ in range(10)]
     rows[6]["actor/grad_norm"] = "np.float64(nan)"

@@ -140,9 +140,10 @@ KNOWN_DEEP_GAPS: dict[str, str] = {
         "original's third finding is a similar-known-cases 'oom_gpu' warning (verl-1141, a veRL log of the same shape), "
         "which the long log's head dilutes below the threshold"),
     "yangzhou-verl-grpo-lora-qwen05b-exclamation-output-entropy9": (
-        "batch 20 (joined development at round 19; a documented miss): the original's first finding is nan_written, a "
-        "prose-scope signature reading the printed '[response] !!!...' sample line in the lines read in full; deep in a "
-        "long log that line is a plain log line, which prose signatures do not read by design"),
+        "batch 20 (joined development at round 19): the original's first finding is grad_norm_nan from nan_written, a "
+        "prose-scope signature reading the printed '[response] !!!...' sample line in the lines read in full (round 19's "
+        "exclamation_output_in_lora_run reads the same line as the weight-sync failure, second); deep in a long log that "
+        "line is a plain log line, which prose signatures do not read by design"),
 }
 """Metric cases whose top 3 deep in a long log differ for a documented reason (strict: an entry that starts passing
 fails until it is removed)."""
@@ -153,9 +154,6 @@ KNOWN_PREFIX_GAPS: dict[str, str] = {
         "batch 13 (joined development at round 12): veRL's context-length AssertionError is read from the assert "
         "statement line above it; behind a Ray worker prefix or ANSI colour that pair is not read (no finding, or only "
         "the similar-known-cases guess); not fixed in round 12"),
-    "msswift-6935-grpo-vllm-server-init-communicator-notimplemented": (
-        "batch 20 (joined development at round 19; a documented miss): no finding bare; behind a vLLM Ray worker prefix "
-        "only the prefixed copy gets vllm_weight_sync_failure (the prefix names the vLLM worker)"),
 }
 
 

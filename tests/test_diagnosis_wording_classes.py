@@ -1446,6 +1446,67 @@ def test_store_timeout_on_another_port_is_not_read_as_the_weight_update_group() 
     assert found[:1] != ["vllm_weight_sync_failure"], found
 
 
+# ----------------------------------------------------------------------------- round 19 (batch 20's misses)
+# A weight-update failure read by where it is raised: an exception through the engine's collective_rpc frame on a server
+# that served a weight-update route (TRL trl/scripts/vllm_serve.py runs /init_communicator/ and /update_named_param/ as
+# fire-and-forget collective RPCs); vLLM V1's LLMEngine without model_executor in an RL trainer, and TRL's own name for
+# the weight sync ('move the model to vLLM', GRPOTrainer._move_model_to_vllm) told failing; a run of '!' (token id 0) as
+# the output of a LoRA run (veRL #3159, PR #3019: sleep level 2 discards the base weights the LoRA sync does not
+# reload). A JVM out of memory is host memory (HotSpot's hs_err report, java.lang.OutOfMemoryError); a run told stalled
+# in its generation phase is generation-bound.
+FIRST_R19 = [
+    ('INFO:     10.0.0.5:4211 - "POST /update_named_param/ HTTP/1.1" 200 OK\n'
+     "Traceback (most recent call last):\n"
+     '  File "/usr/lib/python3.10/site-packages/vllm/v1/engine/core.py", line 312, in collective_rpc\n'
+     "    return self.model_executor.collective_rpc(method, timeout, args, kwargs)\n"
+     "RuntimeError: The size of tensor a (4096) must match the size of tensor b (2048)\n", "vllm_weight_sync_failure"),
+    ("[rank0]: starting GRPO with use_vllm=True (trl 0.16.1, vllm 0.8.2)\n"
+     "[rank0]: AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n", "vllm_weight_sync_failure"),
+    ('Exception in thread "main" java.lang.OutOfMemoryError: Java heap space\n'
+     "\tat org.apache.lucene.util.BytesRefHash.rehash(BytesRefHash.java:395)\n", "oom_host_cpu"),
+    ("There is insufficient memory for the Java Runtime Environment to continue.\n"
+     "Native memory allocation (malloc) failed to allocate 1048576 bytes for AllocateHeap\n", "oom_host_cpu"),
+]
+
+TOP3_R19 = [
+    ("moving the policy weights into vLLM fails with vllm 0.8.3 and trl 0.15\n", "vllm_weight_sync_failure"),
+    ("got an error when loading the model onto vLLM in the GRPO trainer\n", "vllm_weight_sync_failure"),
+    ("actor_rollout_ref.model.lora_rank=32\n[response] !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n",
+     "vllm_weight_sync_failure"),
+    ("with LoRA enabled the generated answers are all \"!!!!!!!!!!\" after step 1\n", "vllm_weight_sync_failure"),
+    ("用lora训练以后模型输出全是叹号\n", "vllm_weight_sync_failure"),
+    ("the job seems stuck in the generation phase: no step finished after 20 hours\n", "generation_bound"),
+    ("训练一直卡在生成阶段，一个 step 都没有跑完\n", "generation_bound"),
+]
+
+HEALTHY_R19 = [
+    ('  File "/usr/lib/python3.10/site-packages/vllm/v1/engine/core.py", line 312, in collective_rpc\n',
+     "vllm_weight_sync_failure"),
+    ("the WebShop server runs with -Xmx8g, enough for 64 environments\n", "oom_host_cpu"),
+    ("if generation gets stuck in the rollout phase, lower max_new_tokens\n", "generation_bound"),
+    ("rollout generation is not stuck: steps finish every 40 s\n", "generation_bound"),
+    ("we move the model to vLLM after every step with LoRA (lora_rank 16)\n", "vllm_weight_sync_failure"),
+]
+
+
+def test_exclamation_output_without_lora_is_not_read_as_a_weight_sync() -> None:
+    """Without LoRA in view a run of '!' stays nan_written's reading (a NaN policy), not the LoRA base-weight loss."""
+    found = _cats("[response] !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n")
+    assert "vllm_weight_sync_failure" not in found and "grad_norm_nan" in found, found
+
+
+def test_model_executor_missing_outside_an_rl_trainer_is_not_a_weight_sync() -> None:
+    found = _cats("AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n")
+    assert "vllm_weight_sync_failure" not in found, found
+
+
+def test_collective_rpc_frame_without_a_weight_update_is_not_a_weight_sync() -> None:
+    found = _cats("Traceback (most recent call last):\n"
+                  '  File "/usr/lib/python3.10/site-packages/vllm/v1/engine/core.py", line 312, in collective_rpc\n'
+                  "RuntimeError: sleep mode is not enabled\n")
+    assert "vllm_weight_sync_failure" not in found, found
+
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -1462,17 +1523,18 @@ _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "
                       "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10,
                       "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
-                      "round17": FIRST_R17, "round18": FIRST_R18})
+                      "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
                      "round14": TOP3_R14, "round15": TOP3_R15, "round16": TOP3_R16,
-                     "round17": TOP3_R17, "round18": TOP3_R18})
+                     "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
                         "round13": HEALTHY_R13, "round14": HEALTHY_R14, "round15": HEALTHY_R15,
-                        "round16": HEALTHY_R16, "round17": HEALTHY_R17, "round18": HEALTHY_R18}, healthy=True)
+                        "round16": HEALTHY_R16, "round17": HEALTHY_R17, "round18": HEALTHY_R18,
+                        "round19": HEALTHY_R19}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

@@ -293,7 +293,8 @@ def check_kl_explosion(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | N
             continue
         seen = True
         steps, means, maxs, _ = s.buckets()
-        idx = spikes([abs(v) for v in maxs], factor=p["factor"], floor=floor, min_prior=p["min_prior"])
+        idx = spikes([abs(v) for v in maxs], factor=p["factor"], floor=floor, min_prior=p["min_prior"],
+                     nonzero_prior=bool(p.get("nonzero_prior", False)))
         _, recent = levels(means)
         if idx:
             hits.append(RuleHit("error", f"{s.key} spiked {len(idx)} time(s) to >{p['factor']:g}x its running "

@@ -129,11 +129,16 @@ def trend(values: list[float], alpha: float = 0.05) -> Trend:
 
 
 def spikes(values: list[float], *, factor: float, floor: float, window: int = 20,
-           min_prior: int = 2) -> list[int]:
-    """Indices i where values[i] > factor x median(previous ``window`` values) and > ``floor``."""
+           min_prior: int = 2, nonzero_prior: bool = False) -> list[int]:
+    """Indices i where values[i] > factor x median(previous ``window`` values) and > ``floor``.
+    ``nonzero_prior``: the median is of the previous values that are not zero, when there are any (a quantity that
+    is exactly 0 until it starts moving, such as the KL to a reference that equals the policy at the first step, is
+    judged against its values once it moves, not against its start)."""
     out = []
     for i in range(min_prior, len(values)):
         prior = values[max(0, i - window):i]
+        if nonzero_prior:
+            prior = [v for v in prior if v != 0] or prior
         ref = median(prior)
         if values[i] > floor and values[i] > factor * ref:
             out.append(i)
