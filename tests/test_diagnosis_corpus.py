@@ -167,7 +167,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (17, 26)
 """The validation batch (``VALIDATION_BATCH``, now 21) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 21 is measured); whoever measures it records the figure
@@ -192,7 +192,9 @@ round-16 freeze: 4/15 = 27%, joined development at round 17; batch 19, five blin
 dynamics, 6 owners' journals and 5 raw run records committed to repositories, 5 web pages and model cards, 9 crash
 threads found by error strings; 14 of the 32 healthy runs), at the round-17 freeze: 22/32 = 69%, joined development at round 18; batch 20, four blind collectors (7 threads of
 less-mined projects, 4 owners' notes and committed logs, 3 raw run records, 6 crash threads by error strings; one case
-dropped before measuring), at the round-18 freeze: 14/20 = 70%, joined development at round 19)."""
+dropped before measuring), at the round-18 freeze: 14/20 = 70%, joined development at round 19; batch 21, six blind
+collectors (3 pull-request runs of the main stacks, 3 web pages, 1 crash thread by error string, 7 single-GPU threads,
+5 multi-GPU threads, 7 owners' committed records; one case dropped before measuring), at the round-19 freeze: 17/26 = 65%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -221,6 +223,14 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 21 measured once at the round-19 freeze: 17/26 = 65% (goal 90%). Misses: "
+                   "two batch-size errors with no finding (veRL's agent-loop mini-batch assertion in a smoke run, DeepSpeed's "
+                   "gradient accumulation not positive under OpenRLHF), three run reports told in words with no finding "
+                   "(a DPO metric that is only 0 or 1 at batch size 1, TRL's DPOTrainer refusing beta/max_length told as "
+                   "failing parameters, noise after the first step), two generation-bound runs (a timing dump with "
+                   "generation most of the step read as a host-memory OOM, rollout most of a 2000 s step told in prose), "
+                   "a response length running to its cap in a metric table, and an entropy-bonus run that learned to guess "
+                   "answers (reward hacking) with no finding")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
