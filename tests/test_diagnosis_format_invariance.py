@@ -80,8 +80,15 @@ KNOWN_FORMAT_GAPS: dict[str, str] = {
         "the prose signature loss_ln2_written reads 'loss ... 0.693' as a DPO loss stuck at ln 2 (the first two steps of "
         "a DPO run sit at ln 2 by construction)"),
     "smallllm-verl-ppo-qwen3-06b-length-to-cap-collapse": (
-        "batch 21 (joined development at round 20; a documented miss): no rule finding in any format; rewritten as a "
-        "W&B chart CSV only the similar-known-cases guess differs (a 'healthy' info passes the threshold)"),
+        "batch 21 (joined development at round 20): the original's findings are prose signatures on the owner's "
+        "sentences (the length told grown into its cap, every sample truncated: length_growth_written, "
+        "truncation_written); rewritten as metric records the sentences are gone (two table rows: a length of 183 and "
+        "a '1024 (hard cap)' cell that is not a number), and only the similar-known-cases guess is left"),
+    "verl-6747-ascend-grpo-qwen05b-step-timing-gen-72pct": (
+        "batch 21 (joined development at round 20): the timing record gives generation_bound in every format; the "
+        "original's second finding is a similar-known-cases oom_host_cpu warning (deepresearcher-13, at the 0.40 "
+        "threshold: what the texts share is the pasted config - offload, gpu_memory_utilization), which the rewritten "
+        "records without those lines do not reach"),
 }
 """Metric cases whose top 3 differ in some format for a documented reason (strict: an entry that starts passing fails
 until it is removed)."""
@@ -147,6 +154,12 @@ KNOWN_DEEP_GAPS: dict[str, str] = {
         "prose-scope signature reading the printed '[response] !!!...' sample line in the lines read in full (round 19's "
         "exclamation_output_in_lora_run reads the same line as the weight-sync failure, second); deep in a long log that "
         "line is a plain log line, which prose signatures do not read by design"),
+    "smallllm-verl-ppo-qwen3-06b-length-to-cap-collapse": (
+        "batch 21 (joined development at round 20): the original's findings are prose signatures on the owner's "
+        "sentences; deep in a long log they are plain log lines, which prose signatures do not read by design"),
+    "verl-6747-ascend-grpo-qwen05b-step-timing-gen-72pct": (
+        "batch 21 (joined development at round 20): generation_bound is the same deep in a long log; the original's "
+        "similar-known-cases oom_host_cpu guess (at the 0.40 threshold) is diluted below it by the long log's head"),
 }
 """Metric cases whose top 3 deep in a long log differ for a documented reason (strict: an entry that starts passing
 fails until it is removed)."""

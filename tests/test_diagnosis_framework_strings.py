@@ -41,6 +41,25 @@ FIRES = [
     ("ValueError: tensor_parallel_size 3 is not divisible by the number of GPUs per node (8)\n", "batch_size_misconfig"),
     ("(WorkerDict pid=91) AssertionError: Got ppo_mini_batch_size=6 and dp_size=4\n", "batch_size_misconfig"),
     ("ValueError: You set both `per_device_eval_batch_size` and `eval_batch_size`; remove one\n", "batch_size_misconfig"),
+    # round 20: batch arithmetic in other words (veRL v1 trainer, TRL's on-policy distillation configs, OpenRLHF's
+    # launcher and PPO/SFT checks, veRL's split helpers, DeepSpeed's batch check as its traceback prints it); other
+    # keys and values than the sources'
+    ("ValueError: num_rollouts (30) must be a positive multiple of gen_batch_size (8)\n", "batch_size_misconfig"),
+    ("[rank1]: ValueError: generation_batch_size * num_generations must equal per_device_train_batch_size * "
+     "gradient_accumulation_steps. Got 3 * 4 != 2 * 5.\n", "batch_size_misconfig"),
+    ("(pid=31) ValueError: Insufficient batch size for run_method: total_length=2, effective_actors=6\n",
+     "batch_size_misconfig"),
+    ("AssertionError: The number of sample batches must be greater than or equal to the number of actor ranks.\n",
+     "batch_size_misconfig"),
+    ("ValueError: Training needs one complete gradient-accumulation window; num_update_steps must be positive.\n",
+     "batch_size_misconfig"),
+    ("AssertionError: input data batch size: 0, split batch size: 16\n", "batch_size_misconfig"),
+    ("(TaskRunner pid=7) actor.ppo_mini_batch_size=16\n(WorkerDict pid=9) AssertionError: 40 % 16 != 0\n",
+     "batch_size_misconfig"),
+    ("    assert (grad_acc > 0), f\"Gradient accumulation steps: {grad_acc} has to be greater than 0\"\n",
+     "batch_size_misconfig"),
+    ('  File "/opt/venv/lib/python3.11/site-packages/deepspeed/runtime/config.py", line 960, in '
+     "_configure_train_batch_size\n", "batch_size_misconfig"),
     # sequence_length_exceeds_model: the engine's length above the model's positions
     ("ValueError: max_model_len 32768 must be less than or equal to max_position_embeddings 4096\n",
      "sequence_length_exceeds_model"),
@@ -66,6 +85,8 @@ QUIET = [
     ("loss_type (str): Unsupported values raise an error. Must be one of 'grpo', 'dr_grpo'.\n", "config_key_error"),
     ("tensor_parallel_size must be divisible by the number of GPUs per node (see the rollout docs)\n",
      "batch_size_misconfig"),
+    # round 20: a bare modulo assert with no batch or veRL in the text (a shape check of another program)
+    ("AssertionError: 4096 % 3 != 0\n", "batch_size_misconfig"),
     # a log line naming the words without an exception's prefix
     ("INFO 12-01 10:00:00 Unsupported rollout backend option ignored, falling back to vllm\n", "config_key_error"),
 ]

@@ -1507,6 +1507,54 @@ def test_collective_rpc_frame_without_a_weight_update_is_not_a_weight_sync() -> 
     assert "vllm_weight_sync_failure" not in found, found
 
 
+# ----------------------------------------------------------------------------- round 20 (batch 21's misses)
+# A rate told only 0 or 1 where a batch of one is set (a mean over one sample: TRL dpo_trainer.py rewards/accuracies);
+# keyword arguments the writer had to remove for a call to run (TRL 0.13 DPOTrainer no longer takes beta / max_length);
+# a printed sample running one letter twenty times (neural text degeneration); the generation share told as "most of"
+# the step; a length told grown into its cap (read also on a sentence the metric reader took values from); a shortcut
+# or guessing told as what the policy learned; a veRL timing record pasted one key per line.
+FIRST_R20 = [
+    ("timing_s/step:   120.5\ntiming_s/gen:    90.2\ntiming_s/update_actor:  20.1\n", "generation_bound"),
+]
+
+TOP3_R20 = [
+    ("per_device_train_batch_size: 1\nthe logged rewards/accuracies are always either 0 or 1\n",
+     "metric_artifact_check_first"),
+    ("batch size 设为 1 之后，accuracy 不是0就是1\n", "metric_artifact_check_first"),
+    ("PPOTrainer refused to start, so we had to remove the following arguments: kl_coef, cliprange\n",
+     "config_key_error"),
+    ("It only trains after I comment out these three parameters in the trainer call.\n", "config_key_error"),
+    ("step 3 sample: The answer isssssssssssssssssssssssssssssssss\n", "degenerate_repetition"),
+    ("Each step takes ~15 minutes and the vast majority of that time is spent in generation.\n", "generation_bound"),
+    ("rollout takes most of the step; the update is fast\n", "generation_bound"),
+    ("completion length grew from 300 to 2048 tokens (max_completion_length) within 50 steps\n",
+     "response_length_explosion"),
+    ("the response length went from 400 to 4096 (the cap) and the reward dropped from 0.6 to 0.1\n",
+     "response_length_explosion"),
+    ("all responses were generated up to the maximum token limit after step 30\n", "response_length_explosion"),
+    ("the policy learned a shortcut: it prints a bare number with no working\n", "reward_hacking_shortcut"),
+    ("after 100 steps the model learned to guess: short outputs, no reasoning\n", "reward_hacking_shortcut"),
+    ("accuracy increased from 0.2 to 0.5, but through guessing the final number\n", "reward_hacking_shortcut"),
+]
+
+HEALTHY_R20 = [
+    ("the verifier's reward is always 0 or 1 (binary), with per-device batch 8\n", "metric_artifact_check_first"),
+    ("Should I remove the following parameters from the config?\n", "config_key_error"),
+    ("You can comment out the following parameters if you do not need them.\n", "config_key_error"),
+    ("output: ==========================================\n", "degenerate_repetition"),
+    ("most of the time is spent in the reward function, not in generation\n", "generation_bound"),
+    ("the response length went from 900 to 600 tokens, well below the cap\n", "response_length_explosion"),
+    ("we add a format reward to avoid shortcuts\n", "reward_hacking_shortcut"),
+]
+
+
+def test_a_timing_block_without_namespaced_keys_is_not_a_record() -> None:
+    """Only namespaced metric keys one per line are a record: a config echo ('max_response_length: 1024',
+    'gpu_memory_utilization: 0.3') is not."""
+    found = _cats("max_response_length: 1024\ngpu_memory_utilization: 0.3\ntrain_batch_size: 16\n")
+    assert "generation_bound" not in found, found
+
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -1523,18 +1571,18 @@ _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "
                       "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10,
                       "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
-                      "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19})
+                      "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
                      "round14": TOP3_R14, "round15": TOP3_R15, "round16": TOP3_R16,
-                     "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19})
+                     "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
                         "round13": HEALTHY_R13, "round14": HEALTHY_R14, "round15": HEALTHY_R15,
                         "round16": HEALTHY_R16, "round17": HEALTHY_R17, "round18": HEALTHY_R18,
-                        "round19": HEALTHY_R19}, healthy=True)
+                        "round19": HEALTHY_R19, "round20": HEALTHY_R20}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

@@ -393,7 +393,10 @@ class DiagnosisSession:
             if not points:
                 self.sample.add(text)
             stripped = text.lstrip()
-            self.scanner.feed_line(line_no, text, prose_ok=full or stripped[:1] in ("#", ">"), record=bool(points))
+            # a sentence the metric reader read values from (source "prose": "length went from 183 to 1024 (the
+            # cap, ...)") is still a sentence: its wordings are read too; a machine record is the metric rules' alone
+            record = bool(points) and any(p.source != "prose" for p in points)
+            self.scanner.feed_line(line_no, text, prose_ok=full or stripped[:1] in ("#", ">"), record=record)
 
     def add_points(self, points: Iterable[MetricPoint]) -> None:
         for p in points:

@@ -72,6 +72,8 @@ _STRUCTURED = frozenset({"verl_jsonl", "trl_jsonl", "table", "csv", "json_array"
 _CONT_START = re.compile(r"^[\w/:.@\-]")
 _KV_PAIR = re.compile(r"(?:^|(?<=[\s|,;]))([A-Za-z_][\w/.@\-]*)\s*[:=]\s*(?:np\.float\d*\()?"
                       r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf|NaN|Inf))(?=[\s|,;)]|$)")
+_VERTICAL_KV = re.compile(r"^([A-Za-z_][\w.@\-]*/[\w/.@\-]*\w):\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|nan|NaN|inf)"
+                          r"(?:\s+\(\s*[-+]?\d+(?:\.\d+)?\s*%\s*\))?\s*$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _WS_HEADER = re.compile(r"^(?:[A-Za-z_][\w/.@\-()]*\s+){1,}[A-Za-z_][\w/.@\-()]*$")
 """A header row of a whitespace-aligned table: names only, each starting with a letter; a unit in parentheses is part
@@ -349,11 +351,19 @@ class LogReader:
                 if self._looks_complete(t):  # emit now (a followed run shows its last step at once)
                     self._flush_pending(out)
                 return
-        # veRL one-metric-per-line block (" - key:value")
-        if t.startswith("- ") and ":" in t and "{" not in t:
-            key, _, val = t[2:].rpartition(":")
-            key = key.strip()
-            num = parse_number(val)
+        # veRL one-metric-per-line block (" - key:value"); round 20: the same record pasted without the dashes,
+        # one namespaced metric key per line ("timing_s/step:   43.64", "timing_s/gen:   31.27   (72%)", veRL
+        # #6747), a trailing share in brackets allowed
+        vert = _VERTICAL_KV.match(t) if ":" in t and "/" in t else None
+        if vert or (t.startswith("- ") and ":" in t and "{" not in t):
+            if vert:
+                key, val = vert.group(1), vert.group(2)
+                if normalize_key(key) is None:
+                    key = ""
+            else:
+                key, _, val = t[2:].rpartition(":")
+                key = key.strip()
+            num = parse_number(val) if key else None
             if key and " " not in key and num is not None:
                 if len(self._block) >= MAX_RECORD_KEYS:
                     self._flush_block(out)
