@@ -15,7 +15,7 @@ from advisor.placement import check_plan, k8s_resources, plan_placement, predict
 from advisor.placement.planner import evaluate_given
 from advisor.placement.resources import ClusterShape
 from advisor.placement.rules import missing_checks, rule_table
-from advisor.placement.timemodel import LengthDist
+from advisor.placement.timemodel import LengthDist, default_factors
 from advisor.plan import (Algorithm, DataSpec, Hardware, MemoryKnobs, Parallelism, Placement, Plan, Pool,
                           RoleModel, Rollout, plan_from_yaml)
 from tests.conftest import REPO, example_plan_path
@@ -186,9 +186,27 @@ def test_moe_training_pays_the_expert_parallel_all_to_all() -> None:
     assert up(inside) < up(across)  # the EP group leaves the node: NIC instead of NVLink
     assert up(predict_step(moe(16, gbps=400))) > 1.5 * up(across)  # a slower NIC, a slower all-to-all
     # EP also shrinks what a rank all-reduces: 1/8 of the experts' gradients instead of all of them,
-    # which shows where the NIC is slow (at 3200 Gb/s the ring all-reduce of all of them is cheap)
-    assert up(predict_step(moe(8, gbps=400))) < up(predict_step(moe(1, gbps=400)))
-    assert up(predict_step(moe(1, gbps=400))) > up(predict_step(moe(1, gbps=3200)))
+    # which shows where the NIC is slow (at 3200 Gb/s the ring all-reduce of all of them is cheap; at
+    # 400 Gb/s it now hides behind the expert GEMMs, which run at moe_expert_efficiency of the dense
+    # efficiency; at 200 Gb/s it does not)
+    assert up(predict_step(moe(8, gbps=200))) < up(predict_step(moe(1, gbps=200)))
+    assert up(predict_step(moe(1, gbps=200))) > up(predict_step(moe(1, gbps=3200)))
+
+
+def test_moe_expert_gemms_run_at_their_own_efficiency() -> None:
+    """moe_expert_efficiency slows the routed-expert share of an MoE model's compute passes
+    (prefill, log-prob forwards, training) and nothing else: decode, the weight sync and every
+    phase of a dense model stay as they are."""
+    def phases(model: str, eff: float) -> dict[str, float]:
+        plan = make(policy=RoleModel(model=model), memory=MEGATRON, rollout=Rollout(tp=4))
+        st = predict_step(plan, {**default_factors(), "moe_expert_efficiency": eff})
+        return {ph.phase: ph.seconds for ph in st.phases}
+    slow, full = phases("Qwen3-30B-A3B", 0.25), phases("Qwen3-30B-A3B", 1.0)
+    for name in ("rollout_prefill", "old_logprob_forward", "actor_update"):
+        assert slow[name] > 1.2 * full[name], name
+    for name in ("rollout_decode", "weight_sync"):
+        assert slow[name] == pytest.approx(full[name]), name
+    assert phases("Qwen2.5-7B", 0.25) == phases("Qwen2.5-7B", 1.0)
 
 
 def test_expert_tensor_parallel_sets_where_the_all_to_all_runs() -> None:

@@ -207,6 +207,12 @@ class Arch:
     def weight_bytes(self) -> float:
         return self.params * self.bytes_per_param
 
+    @property
+    def expert_active(self) -> float:
+        """Routed-expert parameters one token passes through (top-k experts of every MoE layer):
+        the share of ``active`` that runs as grouped expert GEMMs; shared experts are dense."""
+        return self.expert_params * self.experts_per_token * self.moe_layers if self.experts else 0.0
+
     def decode_weight_bytes(self, batch: float) -> float:
         """Weight bytes one decode step reads: all dense weights, and the experts the batch touches."""
         if not self.experts:
@@ -445,17 +451,30 @@ def pass_flops(arch: Arch, tokens: float, seq_sq: float, k: float) -> float:
     return k * arch.active * tokens + k * seq_sq * arch.head_dim * arch.heads * arch.layers
 
 
+def effective_flops(arch: Arch, tokens: float, seq_sq: float, k: float, moe_eff: float) -> float:
+    """``pass_flops`` with the routed-expert GEMMs weighed by ``1 / moe_eff``: dense-GEMM-equivalent
+    FLOPs, so that ``effective_flops / (peak x forward_mfu or train_mfu)`` is the compute time of a
+    model whose expert GEMMs reach ``moe_eff`` of a dense GEMM's share of peak
+    (``moe_expert_efficiency`` in time_model.yaml: few tokens per expert, grouped GEMMs, router and
+    permute/unpermute kernels). A dense model's FLOPs are unchanged."""
+    extra = k * arch.expert_active * tokens * (1.0 / moe_eff - 1.0) if arch.expert_active and moe_eff > 0 else 0.0
+    return pass_flops(arch, tokens, seq_sq, k) + extra
+
+
 def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, tokens: float,
                    seq_sq: float, k: float, eta: float, micro_tokens: float, mini_batches: int,
                    sharded_gather: bool, grad_bytes: float, lora: bool,
-                   act_traffic: float = 0.0, launch_ms: float = 0.0, etp: int | None = None) -> tuple[float, float, str]:
+                   act_traffic: float = 0.0, launch_ms: float = 0.0, etp: int | None = None,
+                   moe_eff: float = 1.0) -> tuple[float, float, str]:
     """A forward (k=2) or training (k=6/8/4) pass over ``tokens`` on ``gpus`` GPUs.
 
     ``launch_ms`` is the host-side cost per layer per micro-batch pass (kernel launches and
     Python dispatch, paid once per forward-equivalent: a training pass counts k/2): negligible
     for large micro-batches on a GPU, all of the time for a tiny model on a CPU. ``etp`` is the
-    expert layers' tensor-parallel size (advisor.resolve.expert_tensor_parallel; None = ``par.tp``)."""
+    expert layers' tensor-parallel size (advisor.resolve.expert_tensor_parallel; None = ``par.tp``).
+    ``moe_eff`` is the expert GEMMs' efficiency relative to dense GEMMs (``effective_flops``)."""
     compute = pass_flops(arch, tokens, seq_sq, k) / (gpus * dev.peak_flops)
+    compute_eff = effective_flops(arch, tokens, seq_sq, k, moe_eff) / (gpus * dev.peak_flops)
     mp = par.tp * par.pp * par.cp
     dp = max(gpus // mp, 1)
     # pipeline bubble: m micro-batches per DP rank and mini-batch
@@ -527,9 +546,9 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
     if k > 2 and not lora:
         launch_units += per_mb * arch.tensors / max(mp, 1) * constant("optimizer_launch_per_tensor")
     launch = launch_ms * 1e-3 * launch_units
-    secs = max((compute / eta + elementwise) * bubble + tp_comm + a2a + launch, dp_comm)
+    secs = max((compute_eff / eta + elementwise) * bubble + tp_comm + a2a + launch, dp_comm)
     lower = max(compute + tp_comm + a2a, dp_comm)
-    bound = "compute" if (compute / eta + elementwise) * bubble + tp_comm + a2a >= dp_comm else "interconnect"
+    bound = "compute" if (compute_eff / eta + elementwise) * bubble + tp_comm + a2a >= dp_comm else "interconnect"
     return secs, lower, bound
 
 
@@ -719,6 +738,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
     lora = mk.lora_rank > 0
     k_train = (4.0 if lora else 6.0) + (2.0 if recompute else 0.0)
     eta_f, eta_t = f["forward_mfu"], f["train_mfu"]
+    eta_moe = f["moe_expert_efficiency"]
 
     def pool_or_fail(role: str) -> Pool:
         p = pool_of(pools, role)
@@ -736,7 +756,8 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         g = engines * tp_r
         pf_flops = 2.0 * pol.active * prompts * prompt_len + 2.0 * prompts * prompt_len ** 2 * pol.head_dim * pol.heads * pol.layers
         pf = pf_flops / (g * dev.peak_flops)
-        phases.append(_Phase("rollout_prefill", rollout_pool.name, g, pf / eta_f, pf, "compute", eta_f,
+        pf_eff = effective_flops(pol, prompts * prompt_len, prompts * prompt_len ** 2, 2.0, eta_moe) / (g * dev.peak_flops)
+        phases.append(_Phase("rollout_prefill", rollout_pool.name, g, pf_eff / eta_f, pf, "compute", eta_f,
                              f"{prompts} prompts x {prompt_len:.0f} tokens (prefix shared by n={n})"))
         static = plan.rollout.engine == "hf"
         eta_bw = f["decode_hbm_efficiency_static"] if static else f["decode_hbm_efficiency"]
@@ -767,7 +788,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
                                             eta=eta_f, micro_tokens=micro_tokens, mini_batches=1,
                                             sharded_gather=sharded, grad_bytes=0.0, lora=False,
                                             act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"],
-                                            etp=expert_tensor_parallel(plan, par))
+                                            etp=expert_tensor_parallel(plan, par), moe_eff=eta_moe)
         phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_f, f"{tokens / 1e6:.2f} M tokens"))
         if role != "policy" and rp.role_info[Role(role)].param_offload:
             # a frozen model kept on the host (DeepSpeed-Chat / OpenRLHF ref/reward offload)
@@ -805,7 +826,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
                                             micro_tokens=micro_tokens, mini_batches=mini_batches,
                                             sharded_gather=sharded, grad_bytes=gb, lora=lora,
                                             act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"],
-                                            etp=expert_tensor_parallel(plan, par))
+                                            etp=expert_tensor_parallel(plan, par), moe_eff=eta_moe)
         detail = f"{k_train:.0f}N FLOPs/token{' (full recompute)' if recompute else ''}, {mini_batches} optimizer steps"
         observed = f.get("observed_actor_mfu") if role == "policy" else None
         if observed:
