@@ -167,7 +167,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (9, 17)
 """The validation batch (``VALIDATION_BATCH``, now 22) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 22 is measured); whoever measures it records the figure
@@ -195,7 +195,8 @@ less-mined projects, 4 owners' notes and committed logs, 3 raw run records, 6 cr
 dropped before measuring), at the round-18 freeze: 14/20 = 70%, joined development at round 19; batch 21, six blind
 collectors (3 pull-request runs of the main stacks, 3 web pages, 1 crash thread by error string, 7 single-GPU threads,
 5 multi-GPU threads, 7 owners' committed records; one case dropped before measuring), at the round-19 freeze: 17/26 = 65%,
-joined development at round 20)."""
+joined development at round 20; batch 22, five blind collectors (5 downstream-project threads, 1 Chinese thread, 1
+systems-project thread, 8 owners' journals, 2 cards and documentation pages), at the round-20 freeze: 9/17 = 53%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -224,6 +225,13 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 22 measured once at the round-20 freeze: 9/17 = 53% (goal 90%). Misses: "
+                   "two weight-update failures (garbled '!!!' rollouts after a multi-node ZeRO-3 sync to a vLLM server, told "
+                   "in words, read as NaN and OOM; a first weight sync hanging in SGLang's update_weights_from_tensor under "
+                   "veRL, read as a rollout wake-up OOM), a vLLM KV-cache OOM at engine start-up read as a batch-size error, "
+                   "and five owners' journal entries with no finding (a generation share of the step in a metric table, a "
+                   "share of zero-variance groups, a throughput halving, a train/rollout mismatch from a temperature bypass in "
+                   "a clip-fraction table, NaN in a PPO critic run told in words)")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
