@@ -367,3 +367,18 @@ def test_record_after_a_bar_or_a_bracketed_prefix() -> None:
     points = parse_text(text)
     assert [(p.step, p.values["loss"]) for p in points] == [(12, 0.25), (13, 0.24)]
     assert points[0].source == "trl_console" and points[0].total_steps == 100
+
+
+def test_vertical_record_is_read_and_a_tqdm_echo_takes_its_step() -> None:
+    """A dash-less vertical record (one namespaced key per line) is a record of its own when the log has no step
+    counter; printed under a tqdm bar it is held at the bar's step and superseded by the step's own dict record, or
+    emitted at that step when none follows (it took the next ordinal before: steps 1, 2, 10, 4, ...)."""
+    alone = parse_text("timing_s/step:   43.64\ntiming_s/gen:    31.27   (72%)\n")
+    assert len(alone) == 1 and alone[0].raw["timing_s/gen"] == 31.27
+    bar = " 23%|##3       | 10/43 [14:12<44:45, 81.39s/it]\n"
+    echo = "   rewards/acc/mean: 0.5750\n   completions/mean_length: 142.7\n"
+    record = "{'loss': -0.04, 'entropy': 1.02, 'reward': 1.8}\n"
+    superseded = parse_text(bar + echo + record)
+    assert [(p.step, "entropy" in p.values) for p in superseded] == [(10, True)]
+    kept = parse_text(bar + echo + bar.replace("10/43", "11/43") + record)
+    assert [p.step for p in kept] == [10, 11] and "entropy" not in kept[0].values

@@ -194,6 +194,8 @@ class LogReader:
         self._block: dict[str, float] = {}  # veRL one-metric-per-line block
         self._block_line = 0
         self._block_step: int | None = None
+        self._block_vertical = False  # the block is a dash-less vertical record (round 20), not veRL's "- key:value"
+        self._echo: tuple[dict[str, float], int, int] | None = None  # a vertical record held at a tqdm step
         self._nemo: dict[str, float] = {}
         self._nemo_step: int | None = None
         self._nemo_line = 0
@@ -248,6 +250,7 @@ class LogReader:
         self._flush_pending(out)
         self._flush_block(out)
         self._flush_nemo(out)
+        self._release_echo(out)
         return out
 
     # ----------------------------------------------------------------- helpers
@@ -256,6 +259,8 @@ class LogReader:
               source: str) -> None:
         if not raw:
             return
+        if self._echo is not None:
+            self._release_echo(out, superseded_at=step)
         point = make_point(raw, step=step, line=line, source=source, total_steps=self.total_steps)
         if not point.values and source not in _STRUCTURED:
             return  # a dict or key:value line that carries no training metric (config echo, ...)
@@ -286,8 +291,32 @@ class LogReader:
     def _flush_block(self, out: list[MetricPoint]) -> None:
         if self._block:
             raw, self._block = self._block, {}
+            vertical, self._block_vertical = self._block_vertical, False
+            if vertical and self._block_step is None and self._tqdm_step is not None \
+                    and not any(k == "step" or k.endswith("global_step") for k in raw):
+                self._hold_echo(out, raw)
+                return
             self._emit(out, raw, self._block_step, self._block_line, "verl_console")
             self._block_step = None
+
+    def _hold_echo(self, out: list[MetricPoint], raw: dict[str, float]) -> None:
+        """A dash-less vertical record printed at a tqdm step (a callback's summary, as in the raw_run_terminal of
+        trl-dapo-vl3b-181457: "rewards/mc_idx_reward/mean: 0.5750" under emoji headings, then TRL's dict record of the
+        same step) is held: the step's own record supersedes it, and it is emitted at that step only when no record of
+        the step follows. Before, each such block took the next ordinal as its step (1, 2, 10, 4, 5, 20, ...)."""
+        step = self._tqdm_step
+        if self._echo is not None and self._echo[1] == step:
+            self._echo[0].update(raw)
+            return
+        self._release_echo(out)
+        self._echo = (dict(raw), step, self._block_line)
+
+    def _release_echo(self, out: list[MetricPoint], superseded_at: int | None = None) -> None:
+        if self._echo is not None:
+            raw, step, line = self._echo
+            self._echo = None
+            if step != superseded_at:
+                self._emit(out, raw, step, line, "verl_console")
 
     def _flush_nemo(self, out: list[MetricPoint]) -> None:
         if self._nemo:
@@ -326,6 +355,8 @@ class LogReader:
             for last in _TQDM.finditer(t):
                 pass
             if last is not None:
+                if self._block:
+                    self._flush_block(out)  # a record printed before the bar belongs to the bar's previous step
                 self._tqdm_step = int(last.group(1))
                 self.total_steps = int(last.group(2))
             if "=" in t:  # tqdm set_postfix (OpenRLHF DPO/RM/SFT have only this): "..., loss=0.69, acc=0.5]"
@@ -369,6 +400,7 @@ class LogReader:
                     self._flush_block(out)
                 if not self._block:
                     self._block_line = self.line_no
+                    self._block_vertical = vert is not None
                 self._block[key] = num
                 return
         elif self._block:
