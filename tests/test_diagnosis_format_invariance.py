@@ -69,11 +69,6 @@ def test_metric_case_same_diagnosis_in_every_format(case: dict, variants: dict) 
 
 
 KNOWN_FORMAT_GAPS: dict[str, str] = {
-    "verllog-amd-deepseek7b-grpo-gsm8k-1120-steps": (
-        "batch 19 (joined development at round 18): the rule findings are the same in every format; only the "
-        "similar-known-cases guess differs: rewritten as a Markdown or whitespace table or a W&B history CSV, the "
-        "records lose the launch-script lines of the original, and the other veRL GSM8K baseline log "
-        "(verldata-qwen05b-ppo-gae-gsm8k-score0567) passes the similarity threshold, adding a third 'healthy' info"),
     "ipexllm-dpo-mistral7b-qlora-xpu-sample-output": (
         "batch 20 (joined development at round 19; healthy): the original's TRL dicts are read as metric records and "
         "fire nothing; rewritten as NeMo-RL's console ('• loss: 0.6931' bullets) the bullets are not read as records, and "
