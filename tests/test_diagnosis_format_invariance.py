@@ -110,6 +110,12 @@ def test_metric_case_same_diagnosis_deep_in_a_long_prefixed_log(case: dict, vari
 
 
 KNOWN_DEEP_GAPS: dict[str, str] = {
+    "qwen36-27b-verl-onestep-grpo-ascend-generation-73pct-of-step": (
+        "batch 22 (joined development at round 21; a round-21 prose reading): the generation share is read from the "
+        "table row '生成耗时 / 整步耗时 | 73.19%' (generation time / step time) by generation_share_written, a prose-scope signature; moved past the "
+        "lines read in full it is a plain line of a long log, which prose signatures do not read by design. The metric "
+        "reader does not take the table itself: its rows are metrics and its columns statistics (mean | median | p95), "
+        "with Chinese row labels ('整步耗时' step time, 'rollout 生成' generation) no vocabulary key names; not done at round 21"),
     "airagent-mlgym-agent-grpo-threshold-reward-flat-score": (
         "batch 18 (joined development at round 17; a round-17 prose class): both readings come from the owner's bullet "
         "'Score flat across training' (reward_flat_written); moved past the lines read in full it is a plain line of a "

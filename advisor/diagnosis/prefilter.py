@@ -93,7 +93,7 @@ def signal_words() -> tuple[str, ...]:
         words.update(t.lower() for t in row.get("requires_triggers", []))
     oom = oom_table()
     words.update(t.lower() for t in oom["gpu_triggers"])
-    words.update({"oom", "out of memory"})
+    words.update(t.lower() for t in oom["prose_triggers"])
     return tuple(sorted(w for w in words if w))
 
 

@@ -228,7 +228,8 @@ class SignatureScanner:
         self._config_echo = re.compile(load_table("diagnosis_signatures.yaml").get("config_echo") or r"(?!)")
         self._phases: list[tuple[str, tuple[str, ...]]] = [
             (ph["category"], tuple(m.lower() for m in ph["markers"])) for ph in oom["phases"]]
-        triggers = {tr for sig in self._sigs for tr in sig.triggers} | set(self._gpu_triggers) | {"oom", "out of memory"}
+        self._prose_oom_triggers = tuple(t.lower() for t in oom["prose_triggers"])
+        triggers = {tr for sig in self._sigs for tr in sig.triggers} | set(self._gpu_triggers) | set(self._prose_oom_triggers)
         self._leak_gate = ("memory", "leak", "内存")  # checked only on lines a trigger already let through
         self._triggers = frozenset(triggers)
         self._trigger_list = sorted(triggers)
@@ -385,7 +386,7 @@ class SignatureScanner:
                     self.gpu_oom.append((line_no, t[:300], phase))
                     if phase is not None and not self.oom_frames and self.phase_lines <= 1:
                         self.oom_frames = [(n, text) for n, text, ph in self._ring if phase in ph][-3:]
-        elif ("oom" in low or "out of memory" in low) and any(p.search(t) for p in self._prose_oom) \
+        elif any(w in low for w in self._prose_oom_triggers) and any(p.search(t) for p in self._prose_oom) \
                 and not self._prose_oom_excluded(t):
             host = self._host_words.search(t) is not None and self._gpu_words.search(t) is None
             target = self.host_oom_prose if host else self.gpu_oom_prose
@@ -495,8 +496,12 @@ class SignatureScanner:
         m = sig.before.search(t)
         if m:
             self._ratio_before[sig.id] = (line_no, int(m.group("n")))
-            return
-        m = sig.after.search(t)
+            rest = t[m.end():]
+            m = sig.after.match(rest)  # the after value on the same line, right after ('tps 800 -> 400')
+            if m is None:
+                return
+        else:
+            m = sig.after.search(t)
         if m and sig.id in self._ratio_before:
             b_line, before = self._ratio_before.pop(sig.id)
             after = int(m.group("n"))
