@@ -26,6 +26,11 @@ Sources (perf-anchors.md §3, §4, §7; HybridFlow's d_cost, §2.1):
   the intra-node link; FSDP/ZeRO-3 gathers run concurrently with compute (``max``). MoE layers
   under expert parallelism add their token all-to-alls (dispatch + combine, ``k * hidden``
   bf16 values per token per layer, the share (ep-1)/ep leaving the rank) on the EP group's link.
+  Their routed-expert GEMMs follow a roofline (``expert_roofline``, Williams et al. 2009): an
+  expert sees micro-batch tokens x EP x ETP / TP x top-k / experts tokens per pass, 2 FLOP per
+  token per bf16 weight byte, and takes the longer of its compute and its weight reads at HBM
+  bandwidth x ``decode_hbm_efficiency``: memory-bound only with few tokens per expert on a GPU
+  with a high ridge (H100 295 FLOP/byte against H20 37).
 - **Weight sync** moves the policy weights to the rollout engines, per transport
   (``weight_sync_time``): CUDA IPC after an in-place reshard when colocated, a per-tensor NCCL
   broadcast over the link between the pools (NVLink inside a node, the node NIC across nodes,
@@ -451,13 +456,38 @@ def pass_flops(arch: Arch, tokens: float, seq_sq: float, k: float) -> float:
     return k * arch.active * tokens + k * seq_sq * arch.head_dim * arch.heads * arch.layers
 
 
-def effective_flops(arch: Arch, tokens: float, seq_sq: float, k: float, moe_eff: float) -> float:
-    """``pass_flops`` with the routed-expert GEMMs weighed by ``1 / moe_eff``: dense-GEMM-equivalent
+def expert_tokens(arch: Arch, micro_tokens: float, ep: int = 1, etp: int = 1, tp: int = 1) -> float:
+    """Tokens one routed expert sees per micro-batch pass: the tokens entering an expert group
+    (``ep`` x ``etp`` ranks, each holding ``micro_tokens / tp`` under sequence parallelism) times
+    top-k over the experts. This is the M of the expert's GEMM and, in bf16, its arithmetic
+    intensity in FLOP/byte of expert weights (2 t d f FLOPs over 2 d f bytes)."""
+    if not arch.experts:
+        return math.inf
+    return micro_tokens * max(ep, 1) * max(etp, 1) / max(tp, 1) * arch.experts_per_token / arch.experts
+
+
+def expert_roofline(arch: Arch, dev: Device, tokens_per_expert: float, eta: float, eta_hbm: float) -> float:
+    """Roofline (Williams et al. 2009) of the routed-expert GEMMs as a multiplier on their FLOPs:
+    a pass over ``t`` tokens per expert does 2 t P FLOPs per forward-equivalent and reads (or, the
+    gradient, writes) the expert's P weights once per forward-equivalent (forward, backward,
+    recompute, gradient write: k/2 times for k FLOPs per parameter), so its intensity is
+    ``2 t / bytes_per_param`` FLOP/byte at every k. The expert part is memory-bound when that is
+    below ``peak x eta / (hbm_bw x eta_hbm)``; the multiplier is that ratio (>= 1 means memory-bound),
+    0 when the roofline is off (``eta_hbm`` 0)."""
+    if not arch.experts or eta_hbm <= 0 or tokens_per_expert <= 0 or math.isinf(tokens_per_expert):
+        return 0.0
+    intensity = 2.0 * tokens_per_expert / arch.bytes_per_param
+    return dev.peak_flops * eta / (intensity * dev.hbm_bw * eta_hbm)
+
+
+def effective_flops(arch: Arch, tokens: float, seq_sq: float, k: float, roof: float = 0.0) -> float:
+    """``pass_flops`` with the routed-expert GEMMs weighed by ``max(1, roof)``: dense-GEMM-equivalent
     FLOPs, so that ``effective_flops / (peak x forward_mfu or train_mfu)`` is the compute time of a
-    model whose expert GEMMs reach ``moe_eff`` of a dense GEMM's share of peak
-    (``moe_expert_efficiency`` in time_model.yaml: few tokens per expert, grouped GEMMs, router and
-    permute/unpermute kernels). A dense model's FLOPs are unchanged."""
-    extra = k * arch.expert_active * tokens * (1.0 / moe_eff - 1.0) if arch.expert_active and moe_eff > 0 else 0.0
+    model whose expert GEMMs run at the dense efficiency or, when slower, stream their weights at
+    the HBM bandwidth (``roof``: ``expert_roofline``; few tokens per expert on a GPU with a high
+    ridge point). A dense model's FLOPs are unchanged."""
+    mult = max(roof, 1.0)
+    extra = k * arch.expert_active * tokens * (mult - 1.0) if arch.expert_active else 0.0
     return pass_flops(arch, tokens, seq_sq, k) + extra
 
 
@@ -465,18 +495,21 @@ def _compute_phase(arch: Arch, dev: Device, *, gpus: int, par: Parallelism, toke
                    seq_sq: float, k: float, eta: float, micro_tokens: float, mini_batches: int,
                    sharded_gather: bool, grad_bytes: float, lora: bool,
                    act_traffic: float = 0.0, launch_ms: float = 0.0, etp: int | None = None,
-                   moe_eff: float = 1.0) -> tuple[float, float, str]:
+                   eta_hbm: float = 0.0) -> tuple[float, float, str]:
     """A forward (k=2) or training (k=6/8/4) pass over ``tokens`` on ``gpus`` GPUs.
 
     ``launch_ms`` is the host-side cost per layer per micro-batch pass (kernel launches and
     Python dispatch, paid once per forward-equivalent: a training pass counts k/2): negligible
     for large micro-batches on a GPU, all of the time for a tiny model on a CPU. ``etp`` is the
     expert layers' tensor-parallel size (advisor.resolve.expert_tensor_parallel; None = ``par.tp``).
-    ``moe_eff`` is the expert GEMMs' efficiency relative to dense GEMMs (``effective_flops``)."""
+    ``eta_hbm`` is the HBM efficiency of the routed-expert weight reads (``expert_roofline``;
+    0 = no roofline)."""
     compute = pass_flops(arch, tokens, seq_sq, k) / (gpus * dev.peak_flops)
-    compute_eff = effective_flops(arch, tokens, seq_sq, k, moe_eff) / (gpus * dev.peak_flops)
     mp = par.tp * par.pp * par.cp
     dp = max(gpus // mp, 1)
+    t_exp = expert_tokens(arch, min(micro_tokens, tokens / dp), par.ep, etp if etp else par.tp, par.tp)
+    roof = expert_roofline(arch, dev, t_exp, eta, eta_hbm)
+    compute_eff = effective_flops(arch, tokens, seq_sq, k, roof) / (gpus * dev.peak_flops)
     # pipeline bubble: m micro-batches per DP rank and mini-batch
     m = max(1.0, tokens / dp / max(mini_batches, 1) / micro_tokens)
     bubble = (m + par.pp - 1) / m if par.pp > 1 else 1.0
@@ -738,7 +771,9 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
     lora = mk.lora_rank > 0
     k_train = (4.0 if lora else 6.0) + (2.0 if recompute else 0.0)
     eta_f, eta_t = f["forward_mfu"], f["train_mfu"]
-    eta_moe = f["moe_expert_efficiency"]
+    # the routed-expert weight reads stream at the HBM efficiency of the paged engines' decode
+    # (the memory side of the experts' roofline, expert_roofline)
+    eta_hbm = f["decode_hbm_efficiency"]
 
     def pool_or_fail(role: str) -> Pool:
         p = pool_of(pools, role)
@@ -756,7 +791,11 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         g = engines * tp_r
         pf_flops = 2.0 * pol.active * prompts * prompt_len + 2.0 * prompts * prompt_len ** 2 * pol.head_dim * pol.heads * pol.layers
         pf = pf_flops / (g * dev.peak_flops)
-        pf_eff = effective_flops(pol, prompts * prompt_len, prompts * prompt_len ** 2, 2.0, eta_moe) / (g * dev.peak_flops)
+        # a vLLM/SGLang prefill step batches up to max_num_batched_tokens prompt tokens per engine
+        pf_roof = expert_roofline(pol, dev, expert_tokens(pol, min(float(plan.rollout.max_num_batched_tokens),
+                                                                     prompts * prompt_len / engines)), eta_f, eta_hbm)
+        pf_eff = effective_flops(pol, prompts * prompt_len, prompts * prompt_len ** 2, 2.0, pf_roof) \
+            / (g * dev.peak_flops)
         phases.append(_Phase("rollout_prefill", rollout_pool.name, g, pf_eff / eta_f, pf, "compute", eta_f,
                              f"{prompts} prompts x {prompt_len:.0f} tokens (prefix shared by n={n})"))
         static = plan.rollout.engine == "hf"
@@ -788,7 +827,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
                                             eta=eta_f, micro_tokens=micro_tokens, mini_batches=1,
                                             sharded_gather=sharded, grad_bytes=0.0, lora=False,
                                             act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"],
-                                            etp=expert_tensor_parallel(plan, par), moe_eff=eta_moe)
+                                            etp=expert_tensor_parallel(plan, par), eta_hbm=eta_hbm)
         phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_f, f"{tokens / 1e6:.2f} M tokens"))
         if role != "policy" and rp.role_info[Role(role)].param_offload:
             # a frozen model kept on the host (DeepSpeed-Chat / OpenRLHF ref/reward offload)
@@ -826,7 +865,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
                                             micro_tokens=micro_tokens, mini_batches=mini_batches,
                                             sharded_gather=sharded, grad_bytes=gb, lora=lora,
                                             act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"],
-                                            etp=expert_tensor_parallel(plan, par), moe_eff=eta_moe)
+                                            etp=expert_tensor_parallel(plan, par), eta_hbm=eta_hbm)
         detail = f"{k_train:.0f}N FLOPs/token{' (full recompute)' if recompute else ''}, {mini_batches} optimizer steps"
         observed = f.get("observed_actor_mfu") if role == "policy" else None
         if observed:
