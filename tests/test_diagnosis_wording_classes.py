@@ -1605,6 +1605,10 @@ HEALTHY_R21 = [
     ("throughput dropped from 2400 to 2200 tokens/s at the eval step\n", "low_throughput"),
     ("pg_clipfrac 0.02, critic/vf_clipfrac 0.5\n", "rollout_train_logprob_mismatch"),
     ("grad_norm 没有 nan, loss 不是全 0\n", "grad_norm_nan"),
+    # a Chinese negator right before the symptom (an error on main before round 21)
+    ("梯度没有变成 nan，loss 正常\n", "grad_norm_nan"),
+    ("训练 50 步，loss 没有出现 nan\n", "grad_norm_nan"),
+    ("loss 不是 nan，只是很大\n", "grad_norm_nan"),
 ]
 
 

@@ -124,7 +124,10 @@ _CLAUSE_BREAK = re.compile(r"[;.!?]\s|\b(?:but|while|whereas|although|though|how
 # a negator right before a described symptom ("no completion exceeds max_completion_length", "without any NaN",
 # "not a single response is clipped", "none of the groups"): at most two determiners between it and the match
 _NEGATOR = re.compile(r"(?i)\b(?:no|not|never|without|none of|nor|zero)\s+(?:(?:any|a|an|the|single|one|more|further|"
-                      r"of the|of)\s+){0,2}$")
+                      r"of the|of)\s+){0,2}$"
+                      # round 21: a Chinese negator right before the symptom ("没有出现 nan" - no NaN appeared, "不是 nan" -
+                      # is not NaN, "未出现", "并未", "从没"): Chinese writes no space, so the words end at the match
+                      r"|(?:没有|没|不|未|无|并未|从未|从没)\s*$")
 
 
 def _negated(text: str, at: int) -> bool:
