@@ -174,7 +174,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (10, 16)
 """The validation batch (``VALIDATION_BATCH``, now 23) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 23 is measured); whoever measures it records the figure
@@ -204,7 +204,8 @@ collectors (3 pull-request runs of the main stacks, 3 web pages, 1 crash thread 
 5 multi-GPU threads, 7 owners' committed records; one case dropped before measuring), at the round-19 freeze: 17/26 = 65%,
 joined development at round 20; batch 22, five blind collectors (5 downstream-project threads, 1 Chinese thread, 1
 systems-project thread, 8 owners' journals, 2 cards and documentation pages), at the round-20 freeze: 9/17 = 53%,
-joined development at round 21)."""
+joined development at round 21; batch 23, four blind collectors (5 non-NVIDIA/non-PyTorch stack threads, 4 vision-language
+RL threads, 7 committed logs and owners' notes; forum threads gave none), at the round-21 freeze: 10/16 = 63%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -233,6 +234,11 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 23 measured once at the round-21 freeze: 10/16 = 63% (goal 90%). Misses: "
+                   "a healthy Ascend run whose owner writes 'no OOM' in Chinese given an oom_gpu error, a TPU's "
+                   "RESOURCE_EXHAUSTED HBM allocation error with no finding, an entropy collapse to 1e-6 and zero-variance "
+                   "advantages in owners' metric tables with no finding, repeated <|im_start|> tokens in an agentic VLM "
+                   "rollout with no finding, and all-'!' rollouts with loss 0 told in words read as an NCCL timeout")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
