@@ -89,19 +89,10 @@ def _result(case_id: str) -> tuple[bool, str]:
 
 DEVELOPMENT_MISSES: dict[str, str] = {
     # batch 23, joined development at round 22: its held-out misses (an entry leaves when a general rule catches it)
-    "verlascend-fapo-qwen25math7b-genrm-910b-100steps-healthy": (
-        "a healthy Ascend run whose owner writes in Chinese that it ran with no OOM and no crash ('无 OOM、无崩溃'): "
-        "given an oom_gpu error"),
-    "tunix-grpo-demo-tpu-v2-8-resource-exhausted": (
-        "a TPU's XlaRuntimeError RESOURCE_EXHAUSTED while allocating an HBM device buffer (JAX, tunix GRPO): no finding"),
     "arealselfevo-grpo-qwen15b-gsm8k-step0b-entropy-1e-6": (
         "an entropy collapse to ~1e-6 with the reward falling to 0 shown in an owner's markdown metric table: no finding"),
     "llmposttrain-verl-ascend-grpo-qwen36-27b-gsm8k-zero-adv-12of21": (
         "a share of steps with all-zero GRPO advantages shown in an owner's metric table: no finding"),
-    "deepeyes-131-rl-from-checkpoint-repeated-im-start-rollout": (
-        "a printed agentic VLM rollout running the same special token (<|im_start|>) many times: no finding"),
-    "msswift-5397-deepeyes-grpo-all-exclamation-loss-zero": (
-        "all-'!' rollouts with loss 0 told in words (no NaN shown): read as an NCCL timeout"),
     # batch 22, joined development at round 21: its held-out misses, read at round 21 (an entry leaves when a general
     # rule catches it)
     "calagent-art-grpo-qwen25-15b-mixed-categories-59pct-skip-flat": (

@@ -1612,6 +1612,41 @@ HEALTHY_R21 = [
 ]
 
 
+# round 22 (batch 23's misses): one negation for every described failure (English and Chinese, with a verb of occurring
+# or a device word between, one item coordinated under the negator), an OOM told as avoided, XLA's out-of-memory status
+# (RESOURCE_EXHAUSTED while allocating a device buffer, TPU HBM) and Apple Metal's command-buffer out-of-memory status.
+FIRST_R22 = [
+    ("jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 1.00G. "
+     "That was not possible. There are 512.00M free.; (0x0x0_HBM0)\n", "oom_gpu"),
+    ("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8589934592 bytes.\n", "oom_gpu"),
+    ("Error: command buffer exited with error status.\n\tThe Metal Performance Shaders operations encoded on it may not "
+     "have completed.\n\tError: \n\t(null)\n\tInsufficient Memory\n\t(00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)\n",
+     "oom_gpu"),
+    # a printed rollout running one chat-template special token (Holtzman et al. 1904.09751, as round 20's letter run)
+    ("[DEBUG] rollout='</tool_call><|box_start|>\\n<|box_start|>\\n<|box_start|>\\n<|box_start|>\\n<|box_start|>\\n"
+     "<|box_start|>\\n<|box_start|>\\n<|box_start|>\\n<|box_start|>\\n<|box_start|>\\n<|box_start|>'\n",
+     "degenerate_repetition"),
+    # all exclamation marks told in Chinese (token id 0 sampled from NaN logits), with the GPU count written N卡
+    ("8卡中有2卡在第三步以后输出全是感叹号，loss 一直是 0\n", "grad_norm_nan"),
+]
+
+HEALTHY_R22 = [
+    # padding printed with a batch is no repetition (Qwen2's pad token is <|endoftext|>)
+    ("input_ids: hi<|endoftext|><|endoftext|><|endoftext|><|endoftext|><|endoftext|><|endoftext|><|endoftext|>"
+     "<|endoftext|><|endoftext|><|endoftext|><|endoftext|>\n", "degenerate_repetition"),
+    ("8卡在 3 小时内跑完 100 步\n", "nccl_timeout"),
+    ("训练跑完 200 步，无 OOM、无崩溃，指标正常\n", "oom_gpu"),
+    ("8 卡跑了两天，没有 OOM\n", "oom_gpu"),
+    ("全程未出现 OOM 或 NaN\n", "oom_gpu"),
+    ("未出现显存不足\n", "oom_gpu"),
+    ("ran 300 steps with no CUDA out of memory\n", "oom_gpu"),
+    ("the step-40 OOM was avoided by halving the micro-batch\n", "oom_gpu"),
+    ("the job ran for a day without any hang or NCCL timeout\n", "nccl_timeout"),
+    ("没有发生 NCCL 超时\n", "nccl_timeout"),
+    ("no nan/inf in the loss over 500 steps\n", "grad_norm_nan"),
+]
+
+
 def test_a_question_about_fixing_an_oom_stays_an_oom() -> None:
     """An OOM named as what a change fixes is not this run's OOM; a question or request to fix one is."""
     assert any(c.startswith("oom") for c in _cats("How to fix the CUDA OOM issue during generation?\n"))
@@ -1646,7 +1681,7 @@ _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "
                       "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
                       "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20,
-                      "round21": FIRST_R21})
+                      "round21": FIRST_R21, "round22": FIRST_R22})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
@@ -1659,7 +1694,7 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round13": HEALTHY_R13, "round14": HEALTHY_R14, "round15": HEALTHY_R15,
                         "round16": HEALTHY_R16, "round17": HEALTHY_R17, "round18": HEALTHY_R18,
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
-                        "round21": HEALTHY_R21}, healthy=True)
+                        "round21": HEALTHY_R21, "round22": HEALTHY_R22}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

@@ -124,10 +124,15 @@ _CLAUSE_BREAK = re.compile(r"[;.!?]\s|\b(?:but|while|whereas|although|though|how
 # a negator right before a described symptom ("no completion exceeds max_completion_length", "without any NaN",
 # "not a single response is clipped", "none of the groups"): at most two determiners between it and the match
 _NEGATOR = re.compile(r"(?i)\b(?:no|not|never|without|none of|nor|zero)\s+(?:(?:any|a|an|the|single|one|more|further|"
-                      r"of the|of)\s+){0,2}$"
+                      r"of the|of|cuda|gpu|npu|tpu|cpu|host|device|nccl)\s+){0,2}"
+                      # round 22: one item coordinated before the symptom is under the same negator ("without any hang or
+                      # NCCL timeout", "no OOM/crash", "无 NaN、OOM")
+                      r"(?:[\w-]+(?:\s+[\w-]+)?\s*(?:\bor\b|\bnor\b|/|、)\s*)?$"
                       # round 21: a Chinese negator right before the symptom ("没有出现 nan" - no NaN appeared, "不是 nan" -
                       # is not NaN, "未出现", "并未", "从没"): Chinese writes no space, so the words end at the match
-                      r"|(?:没有|没|不|未|无|并未|从未|从没)\s*$")
+                      # round 22: with a verb of occurring between ("未出现 OOM", "没有发生 OOM", "没遇到过 hang") and a device
+                      # word (无显存 OOM); one place for every described failure (OOM, crash, NaN, hang, timeout)
+                      r"|(?:没有|没|不|未|无|并未|从未|从没)(?:出现|发生|遇到|碰到|遇见|触发|报|有)?过?\s*(?:任何\s*)?(?:显存\s*)?$")
 
 
 def _negated(text: str, at: int) -> bool:
@@ -367,7 +372,9 @@ class SignatureScanner:
                 # '(RayWorkerVllm pid=...)' before a socket timeout)
                 for s, sl in texts:
                     m = pat.search(s) if words is None or may_match(words, sl, s) else None
-                    if m and sig.prose and _negated(s, m.start()):
+                    # round 22: a negated failure is no report for any signature read as a description (the prose
+                    # zone): "without any hang or NCCL timeout" as "no NaN"
+                    if m and (sig.prose or prose_ok) and _negated(s, m.start()):
                         m = next((x for x in pat.finditer(s) if not _negated(s, x.start())), None)
                     if m and sig.unless is not None and sig.unless.search(_clause(s, m.start())):
                         m = None
@@ -389,7 +396,8 @@ class SignatureScanner:
                     self.gpu_oom.append((line_no, t[:300], phase))
                     if phase is not None and not self.oom_frames and self.phase_lines <= 1:
                         self.oom_frames = [(n, text) for n, text, ph in self._ring if phase in ph][-3:]
-        elif any(w in low for w in self._prose_oom_triggers) and any(p.search(t) for p in self._prose_oom) \
+        elif any(w in low for w in self._prose_oom_triggers) \
+                and any(not _negated(t, m.start()) for p in self._prose_oom for m in p.finditer(t)) \
                 and not self._prose_oom_excluded(t):
             host = self._host_words.search(t) is not None and self._gpu_words.search(t) is None
             target = self.host_oom_prose if host else self.gpu_oom_prose
@@ -403,7 +411,7 @@ class SignatureScanner:
         the message: torch's own message goes on "... to avoid fragmentation" after it."""
         for p in self._gpu_patterns:
             m = p.search(t)
-            if m and not self._prose_exclude.search(_clause_head(t, m.start(), m.end())):
+            if m and not self._prose_exclude.search(_clause_head(t, m.start(), m.end())) and not _negated(t, m.start()):
                 return True
         return False
 
