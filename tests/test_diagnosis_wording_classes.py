@@ -1630,11 +1630,23 @@ FIRST_R22 = [
     ("8卡中有2卡在第三步以后输出全是感叹号，loss 一直是 0\n", "grad_norm_nan"),
 ]
 
+TOP3_R22 = [
+    # the entropy told fallen by orders of magnitude or to 1e-3 or less (Cui et al. 2505.22617)
+    ("policy entropy dropped by five orders of magnitude over 300 steps\n", "entropy_collapse"),
+    ("by step 200 the token entropy is down to ~3e-06\n", "entropy_collapse"),
+    ("actor/entropy went from 0.9 to 2e-05 while the reward hit 0\n", "entropy_collapse"),
+    # the advantages told all zero (GRPO: equal rewards in a group), in English and Chinese
+    ("all-zero advantages on 40% of the steps\n", "zero_variance_groups"),
+    ("第 3 到 9 步 advantage 全为 0\n", "zero_variance_groups"),
+]
+
 HEALTHY_R22 = [
     # padding printed with a batch is no repetition (Qwen2's pad token is <|endoftext|>)
     ("input_ids: hi<|endoftext|><|endoftext|><|endoftext|><|endoftext|><|endoftext|><|endoftext|><|endoftext|>"
      "<|endoftext|><|endoftext|><|endoftext|><|endoftext|>\n", "degenerate_repetition"),
     ("8卡在 3 小时内跑完 100 步\n", "nccl_timeout"),
+    ("actor.entropy_coeff: 1e-3\n", "entropy_collapse"),
+    ("advantage 均值为 0（组内中心化）\n", "zero_variance_groups"),
     ("训练跑完 200 步，无 OOM、无崩溃，指标正常\n", "oom_gpu"),
     ("8 卡跑了两天，没有 OOM\n", "oom_gpu"),
     ("全程未出现 OOM 或 NaN\n", "oom_gpu"),
@@ -1687,7 +1699,7 @@ _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "roun
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
                      "round14": TOP3_R14, "round15": TOP3_R15, "round16": TOP3_R16,
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
-                     "round21": TOP3_R21})
+                     "round21": TOP3_R21, "round22": TOP3_R22})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
