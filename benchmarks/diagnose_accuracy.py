@@ -59,7 +59,8 @@ batches 6 and 7 together (12/24 and 12/24), batch 8 (4/15), batch 9 (14/17 = 82%
 (14/25 = 56% at round 13), batch 16 (7/18 = 39% at round 14), batch 17 (14/31 = 45% at round 15), batch 18
 (4/15 = 27% at round 16), batch 19 (22/32 = 69% at round 17), batch 20 (14/20 = 70% at round 18), batch 21
 (17/26 = 65% at round 19), batch 22 (9/17 = 53% at round 20), batch 23 (10/16 = 63% at round 21,
-tests/cases/diagnosis/README.md), and then joined development; batch 24 is collected blind."""
+tests/cases/diagnosis/README.md), and then joined development; batch 24, the validation part now, 0/3 at
+round 22."""
 
 
 def case_split(batch: int) -> str:

@@ -174,7 +174,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (0, 3)
 """The validation batch (``VALIDATION_BATCH``, now 24) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 24 is measured); whoever measures it records the figure
@@ -205,7 +205,8 @@ collectors (3 pull-request runs of the main stacks, 3 web pages, 1 crash thread 
 joined development at round 20; batch 22, five blind collectors (5 downstream-project threads, 1 Chinese thread, 1
 systems-project thread, 8 owners' journals, 2 cards and documentation pages), at the round-20 freeze: 9/17 = 53%,
 joined development at round 21; batch 23, four blind collectors (5 non-NVIDIA/non-PyTorch stack threads, 4 vision-language
-RL threads, 7 committed logs and owners' notes; forum threads gave none), at the round-21 freeze: 10/16 = 63%, joined development at round 22)."""
+RL threads, 7 committed logs and owners' notes; forum threads gave none), at the round-21 freeze: 10/16 = 63%, joined development at round 22; batch 24, four blind
+collectors cut short by the library's search budget (3 cases after one dropped), at the round-22 freeze: 0/3)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -234,6 +235,10 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 24 measured once at the round-22 freeze: 0/3 (goal 90%; three cases, the "
+                   "search budget ran out). Misses: TRL's 'Function Log1PBackward0 returned nan values' read as an actor-update "
+                   "OOM, an OOM in loss.backward of veRL's update_policy told in an owner's log given oom_gpu without its "
+                   "phase, and a reward falling at a 4096-token generation cap with no finding")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
