@@ -193,7 +193,6 @@ class LogReader:
         self._pending_line = 0
         self._block: dict[str, float] = {}  # veRL one-metric-per-line block
         self._block_line = 0
-        self._block_step: int | None = None
         self._block_vertical = False  # the block is a dash-less vertical record (round 20), not veRL's "- key:value"
         self._echo: tuple[dict[str, float], int, int] | None = None  # a vertical record held at a tqdm step
         self._nemo: dict[str, float] = {}
@@ -292,12 +291,11 @@ class LogReader:
         if self._block:
             raw, self._block = self._block, {}
             vertical, self._block_vertical = self._block_vertical, False
-            if vertical and self._block_step is None and self._tqdm_step is not None \
+            if vertical and self._tqdm_step is not None \
                     and not any(k == "step" or k.endswith("global_step") for k in raw):
                 self._hold_echo(out, raw)
                 return
-            self._emit(out, raw, self._block_step, self._block_line, "verl_console")
-            self._block_step = None
+            self._emit(out, raw, None, self._block_line, "verl_console")
 
     def _hold_echo(self, out: list[MetricPoint], raw: dict[str, float]) -> None:
         """A dash-less vertical record printed at a tqdm step (a callback's summary, as in the raw_run_terminal of
