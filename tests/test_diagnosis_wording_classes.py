@@ -1676,6 +1676,83 @@ def test_a_dummy_sampler_run_at_start_up_stays_a_plain_gpu_oom() -> None:
     assert _cats(text)[:1] == ["oom_gpu"], _cats(text)
 
 
+# round 23 (batch 24's misses): torch autograd anomaly mode's NaN in a backward node (torch/csrc/autograd/engine.cpp
+# Engine::evaluate_function: "Function '<node>' returned nan values in its <i>th output."), a non-finite gradient, read
+# before the backward frames' update phase; an OOM message whose sentence runs on to the next line, which names the
+# phase, and the update frames of veRL 0.9.1's engine workers (train_mini_batch, optimizer_step) and OpenRLHF 0.11.2
+# (strategy.optimizer_step); the generation cap told too small, and a reward told falling under a configured cap (an
+# info: check the truncated share first).
+_DS_BACKWARD = ('  File "/site-packages/accelerate/accelerator.py", line 2240, in backward\n'
+                "    self.deepspeed_engine_wrapped.backward(loss, **kwargs)\n"
+                '  File "/site-packages/deepspeed/runtime/engine.py", line 2053, in backward\n'
+                "    self.optimizer.backward(loss, retain_graph=retain_graph)\n")
+FIRST_R23 = [
+    ("[rank3]: RuntimeError: Function 'SoftmaxBackward0' returned nan values in its 0th output.\n", "grad_norm_nan"),
+    ("RuntimeError: Function 'DivBackward0' returned nan values in its 1th output.\n" + _DS_BACKWARD, "grad_norm_nan"),
+    (_DS_BACKWARD + "RuntimeError: Function 'CompiledFunctionBackward' returned nan values in its 2th output.\n",
+     "grad_norm_nan"),
+    ('  File "/site-packages/openrlhf/trainer/ray/ppo_actor.py", line 355, in training_step\n'
+     "    self.strategy.backward(loss, self.actor, self.actor_optim)\n"
+     "RuntimeError: Function 'ExpBackward0' returned nan values in its 0th output.\n", "grad_norm_nan"),
+    # an OOM whose sentence names the phase on the next line
+    ("The job crashed with torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB during\n"
+     "the actor update (update_actor) at step 40.\n", "oom_actor_train"),
+    ("RuntimeError: CUDA error: out of memory inside ->\nActorPPOTrainer.training_step -> strategy.optimizer_step\n",
+     "oom_actor_train"),
+    ("torch.OutOfMemoryError: CUDA out of memory (3.2 GiB) in\ncompute_log_prob -> logprobs_from_logits\n",
+     "oom_actor_logprob"),
+    # not a sentence that runs on: a later line naming a phase is not where the OOM happened
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB\n"
+     "(WorkerDict pid=1) update_policy finished in 3.2 s\n", "oom_gpu"),
+    ("torch.OutOfMemoryError: CUDA out of memory (12 GiB) at\nstep 188 of 191.\n", "oom_gpu"),
+    # veRL 0.9.1's engine workers and OpenRLHF 0.11.2's optimizer step as traceback frames before the OOM
+    ('  File "/site-packages/verl/workers/engine_workers.py", line 250, in train_mini_batch\n'
+     "    output = self.train_batch(mini_batch)\n"
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB\n", "oom_actor_train"),
+    ('  File "/site-packages/openrlhf/utils/deepspeed/deepspeed.py", line 190, in optimizer_step\n'
+     "    optimizer.step()\n"
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB\n", "oom_actor_train"),
+]
+
+TOP3_R23 = [
+    # the generation cap told too small (TRL docs: cutting generations off too soon)
+    ("# max_response_length=1024 is too short for long CoT, most answers never finish\n", "response_truncation"),
+    ("# The 2048 token limit is not enough for the model to finish its reasoning on AIME\n", "response_truncation"),
+    ("# I think 4096 tokens are not enough for Qwen3 thinking mode\n", "response_truncation"),
+    ("# with max_completion_length 256 there are not enough tokens to complete the proof\n", "response_truncation"),
+    ("# max new tokens is capped at 3000, which is not enough for the hard problems\n", "response_truncation"),
+    # a reward told falling under a configured cap (DeepScaleR, rllm #33)
+    ("python train_grpo.py --max_completion_length 1024\n# after step 300 the reward went down steadily\n",
+     "response_truncation"),
+    ("data.max_response_length=2048\n# the mean reward drops from 0.6 to 0.4 after 200 steps\n", "response_truncation"),
+    ("ppo.gen.max_new_tokens=8192\n# 训练到后面 reward 反而下降\n", "response_truncation"),
+]
+
+HEALTHY_R23 = [
+    ("# max_new_tokens: raise it if 1024 is too short for your task\n", "response_truncation"),
+    ("# max_new_tokens=4096 is more than enough for gsm8k\n", "response_truncation"),
+    ("# Is max_completion_length=512 too small?\n", "response_truncation"),
+    ("# the reward drops after step 300, lr 1e-6\n", "response_truncation"),
+    ("--max_completion_length 1024\n# the reward rises steadily to 0.8\n", "response_truncation"),
+    ("max_completion_length: 512\n# rewards/chosen decreases while rewards/margins grows\n", "response_truncation"),
+    ("max_new_tokens=2048\n# the reward does not decrease at all\n", "response_truncation"),
+    # anomaly mode set up or warned about is no NaN
+    ("torch.autograd.set_detect_anomaly(True)  # find the op whose backward returns nan values\n", "grad_norm_nan"),
+    ("UserWarning: Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled "
+     "for debugging.\n", "grad_norm_nan"),
+]
+
+
+def test_a_nan_in_a_backward_node_is_no_oom() -> None:
+    """Anomaly mode's NaN raised through the update's backward frames (accelerate, DeepSpeed) is a non-finite gradient:
+    no OOM reading at all, not even a similar case's (trl-2564 was read as an actor-update OOM by retrieval)."""
+    text = ("RuntimeError: Function 'Log1PBackward0' returned nan values in its 0th output.\n"
+            '  File "/site-packages/transformers/trainer.py", line 3688, in training_step\n'
+            "    self.accelerator.backward(loss, **kwargs)\n" + _DS_BACKWARD)
+    cats = _cats(text)
+    assert cats[:1] == ["grad_norm_nan"] and not any(c.startswith("oom") for c in cats), cats
+
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -1693,20 +1770,20 @@ _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "
                       "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
                       "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20,
-                      "round21": FIRST_R21, "round22": FIRST_R22})
+                      "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
                      "round14": TOP3_R14, "round15": TOP3_R15, "round16": TOP3_R16,
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
-                     "round21": TOP3_R21, "round22": TOP3_R22})
+                     "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
                         "round13": HEALTHY_R13, "round14": HEALTHY_R14, "round15": HEALTHY_R15,
                         "round16": HEALTHY_R16, "round17": HEALTHY_R17, "round18": HEALTHY_R18,
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
-                        "round21": HEALTHY_R21, "round22": HEALTHY_R22}, healthy=True)
+                        "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

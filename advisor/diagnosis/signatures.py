@@ -155,6 +155,11 @@ def _clause(text: str, at: int) -> str:
     return text[start:end]
 
 
+# round 23: an OOM line that ends on a word asking for the place or the moment ("CUDA out of memory (12.51 GiB) in",
+# "... during", "... inside", "... ->"): its sentence goes on in the next line, which may name the phase. Not a colon (a
+# pasted traceback follows it: its frames come before the error they lead to) and not a message that ends itself
+_RUNS_ON = re.compile(r"(?i)(?:\b(?:in|inside|within|during|while|when|at|from)|→|->|=>)\W{0,3}$")
+
 # a traceback frame line: CPython's 'File "<path>", line N, in f' and IPython's 'File ~/<path>:N, in f'
 _FRAME = re.compile(r'^\W{0,4}File [~"/]')
 
@@ -288,6 +293,11 @@ class SignatureScanner:
         self.phase_first_frame: dict[int, tuple[int, str]] = {}  # the same, on traceback frame lines only
         self._frame_line = -2  # the last 'File "...", line N, in f' line: it and the code line after it are frames
         self.phase_lines = 0  # lines holding a phase marker (the OOM line itself may be one)
+        # round 23: an OOM message whose sentence runs on to the next line ("... CUDA out of memory (12.51 GiB) in" /
+        # "dp_actor.update_policy -> loss.backward()."): (its line, its index in gpu_oom); see _oom_sentence_phase
+        self._oom_open: tuple[int, int] | None = None
+        self._oom_phase_after: int | None = None  # the line whose words gave the phase that way
+        self._last_line = -1  # the last non-empty line fed
         self.framework_votes: dict[str, int] = {}
         self._votes_left = 500
         self.lines = 0
@@ -309,6 +319,10 @@ class SignatureScanner:
             if not t:
                 return
         full = t
+        follows_oom = self._oom_open is not None and self._last_line == self._oom_open[0]
+        if self._oom_open is not None and not follows_oom:
+            self._oom_open = None
+        self._last_line = line_no
         if t[0] in _PREFIX_STARTS:
             t = strip_prefix(t)  # runner prefixes (Ray, vLLM, logging, torchrun, kubectl)
             if not t:
@@ -357,6 +371,8 @@ class SignatureScanner:
         triggers = present & self._triggers
         if not triggers:  # the common case: a line no signature cares about
             phases = self._phases_in(low, t) if has_marker else ()
+            if follows_oom and phases:
+                self._oom_sentence_phase(line_no, t, phases)
             self._ring.append((line_no, t[:300], phases))
             return
         wanted = {i for tr in triggers for i in self._sigs_by_trigger[tr]}
@@ -389,6 +405,8 @@ class SignatureScanner:
                         self._start_upgrade(line_no, s, self._upgrades[sig.id])
                     break
         phases = self._phases_in(low, t) if has_marker else ()
+        if follows_oom and phases:
+            self._oom_sentence_phase(line_no, t, phases)
         if any(tr in low for tr in self._gpu_triggers) and self._gpu_oom_reported(t):
             if not self._host_words.search(t) or "cuda" in low:
                 if len(self.gpu_oom) < MAX_LINES_KEPT:
@@ -396,6 +414,8 @@ class SignatureScanner:
                     self.gpu_oom.append((line_no, t[:300], phase))
                     if phase is not None and not self.oom_frames and self.phase_lines <= 1:
                         self.oom_frames = [(n, text) for n, text, ph in self._ring if phase in ph][-3:]
+                    if phase is None and _RUNS_ON.search(t):
+                        self._oom_open = (line_no, len(self.gpu_oom) - 1)
         elif any(w in low for w in self._prose_oom_triggers) \
                 and any(not _negated(t, m.start()) for p in self._prose_oom for m in p.finditer(t)) \
                 and not self._prose_oom_excluded(t):
@@ -502,6 +522,22 @@ class SignatureScanner:
                 found.update(ph)
         return min(found) if found else None
 
+    def _oom_sentence_phase(self, line_no: int, t: str, phases: tuple[int, ...]) -> None:
+        """Round 23: the phase named by the words that continue an OOM message's sentence on the next line (a write-up
+        wrapping "... `torch.OutOfMemoryError: CUDA out of memory (12.51 GiB)` in" / "`dp_actor.update_policy ->
+        loss.backward()`."): where the OOM happened, as a frame before it would say. Only when the OOM line ends on a
+        word that asks for a place (_RUNS_ON) and nothing before it gave the phase."""
+        assert self._oom_open is not None
+        _, idx = self._oom_open
+        self._oom_open = None
+        n, text, phase = self.gpu_oom[idx]
+        if phase is not None:
+            return
+        self.gpu_oom[idx] = (n, text, min(phases))
+        if not self.oom_frames:
+            self.oom_frames = [(line_no, t[:300])]
+            self._oom_phase_after = line_no
+
     def _ratio(self, sig: _Sig, line_no: int, t: str) -> None:
         assert sig.before is not None and sig.after is not None
         m = sig.before.search(t)
@@ -587,7 +623,10 @@ class SignatureScanner:
                 hit.add(n, text, False)
             for n, text in self.oom_frames:
                 hit.add(n, text, False)
-            if phase is not None and self.oom_frames:
+            if phase is not None and self._oom_phase_after is not None and self.oom_frames[:1] == [
+                    (n, text) for n, text in self.oom_frames[:1] if n == self._oom_phase_after]:
+                hit.note = f"phase from the words that continue the OOM's sentence (line {self._oom_phase_after})"
+            elif phase is not None and self.oom_frames:
                 lines = ", ".join(str(n) for n, _ in self.oom_frames)
                 hit.note = f"phase from the traceback frames before the OOM line (lines {lines})"
             out.append(hit)
