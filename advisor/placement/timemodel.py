@@ -775,14 +775,6 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
     # (the memory side of the experts' roofline, expert_roofline)
     eta_hbm = f["decode_hbm_efficiency"]
 
-    # veRL's single controller ships each score and update call's padded batch through the Ray driver
-    # (time_model.yaml controller_gbs): seconds per call, not shrinking with the GPUs
-    ctl_rate = f.get("controller_gbs", 0.0) * 1e9
-    ctl = plan.framework.value == "verl" and dev.name != "cpu" and ctl_rate > 0
-    slot_p, slot_r = float(d.max_prompt_length), float(d.max_response_length)
-    ctl_fwd_s = seqs * (8.0 * (4 * slot_p + 5 * slot_r) + 4.0 * slot_r) / ctl_rate if ctl else 0.0
-    ctl_upd_s = seqs * (8.0 * (4 * slot_p + 5 * slot_r) + 12.0 * slot_r) / ctl_rate if ctl else 0.0
-
     def pool_or_fail(role: str) -> Pool:
         p = pool_of(pools, role)
         if p is None:
@@ -836,8 +828,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
                                             sharded_gather=sharded, grad_bytes=0.0, lora=False,
                                             act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"],
                                             etp=expert_tensor_parallel(plan, par), eta_hbm=eta_hbm)
-        phases.append(_Phase(phase, p.name, p.gpus, secs + ctl_fwd_s, lower, bound, eta_f, f"{tokens / 1e6:.2f} M tokens"
-                             + (f"; {ctl_fwd_s:.1f} s through veRL's single controller" if ctl_fwd_s else "")))
+        phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_f, f"{tokens / 1e6:.2f} M tokens"))
         if role != "policy" and rp.role_info[Role(role)].param_offload:
             # a frozen model kept on the host (DeepSpeed-Chat / OpenRLHF ref/reward offload)
             # comes back over PCIe for its forward pass every step: its bf16 shard per GPU
@@ -886,9 +877,6 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
             detail += f"; at the measured actor MFU {observed:g}"
         else:
             eta_used = eta_t
-        if ctl_upd_s:
-            secs += ctl_upd_s
-            detail += f"; {ctl_upd_s:.1f} s through veRL's single controller"
         phases.append(_Phase(phase, p.name, p.gpus, secs, lower, bound, eta_used, detail))
         # offloaded states cross the host link every step. FSDP/Megatron offload moves the
         # parameter shards in and out around each of the two phases that use them; FSDP's
