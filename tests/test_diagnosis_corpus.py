@@ -174,7 +174,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (7, 22)
 """The validation batch (``VALIDATION_BATCH``, now 25) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 25 is measured); whoever measures it records the figure
@@ -207,7 +207,9 @@ systems-project thread, 8 owners' journals, 2 cards and documentation pages), at
 joined development at round 21; batch 23, four blind collectors (5 non-NVIDIA/non-PyTorch stack threads, 4 vision-language
 RL threads, 7 committed logs and owners' notes; forum threads gave none), at the round-21 freeze: 10/16 = 63%, joined development at round 22; batch 24, four blind
 collectors cut short by the library's search budget (3 cases after one dropped), at the round-22 freeze: 0/3, joined
-development at round 23)."""
+development at round 23; batch 25, six blind collectors (3 downstream-project threads, 4 crash threads by error strings,
+3 metric threads, 1 web page, 5 pull-request threads, 6 recent framework threads; one dropped before measuring), at the
+round-23 freeze: 7/22 = 32%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -236,6 +238,14 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 25 measured once at the round-23 freeze: 7/22 = 32% (goal 90%). Misses, by kind: "
+                   "a train/rollout log-prob mismatch told in prose (4: a Megatron run's crash, an initial importance ratio of ~3, "
+                   "a 'severe' mismatch curve, a log-prob error above 2 read as an OOM); a weight update told failing in prose "
+                   "(2: a multi-node server race, reward 0 after validation with sleep level 2); the frameworks' batch arithmetic "
+                   "(3: veRL's 'only support equal chunk' read as a config key error, a view size error, auto_find_batch_size "
+                   "told breaking groups); a logged metric told misnormalised (2); a 1024-vs-1025 tensor size mismatch from a "
+                   "max_seq_length below prompt + completion; a Chinese OOM report with no finding; a run 'stuck' waiting for "
+                   "32 GPUs; responses without EOS read as a reward-function fault")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
