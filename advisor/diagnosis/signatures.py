@@ -623,8 +623,7 @@ class SignatureScanner:
                 hit.add(n, text, False)
             for n, text in self.oom_frames:
                 hit.add(n, text, False)
-            if phase is not None and self._oom_phase_after is not None and self.oom_frames[:1] == [
-                    (n, text) for n, text in self.oom_frames[:1] if n == self._oom_phase_after]:
+            if self._oom_phase_after is not None:  # set only with the OOM's phase and oom_frames = [that line]
                 hit.note = f"phase from the words that continue the OOM's sentence (line {self._oom_phase_after})"
             elif phase is not None and self.oom_frames:
                 lines = ", ".join(str(n) for n, _ in self.oom_frames)
