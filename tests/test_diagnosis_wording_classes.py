@@ -1753,6 +1753,72 @@ def test_a_nan_in_a_backward_node_is_no_oom() -> None:
     assert cats[:1] == ["grad_norm_nan"] and not any(c.startswith("oom") for c in cats), cats
 
 
+# round 24 (batch 25's misses): the train-inference mismatch vocabulary (train-infer, NeMo-RL's logprob error above a
+# value, the rollout importance-sampling ratio told at 2 or more: ms-swift is_weight_mean, veRL rollout_corr/rollout_is_mean);
+# the frameworks' batch arithmetic (veRL DataProto.chunk's "only support equal chunk" is no config error; torch's view size
+# error where the rewards are grouped; the batch size lowered by auto_find_batch_size in a group trainer); rollouts that
+# degrade at lr 0 and a reward at 0 after each validation (the weight update); a logged loss that scales with the
+# micro-batches and NeMo-RL's clamped ratio outside its clamp interval (metric artifacts); the Chinese of a GPU's memory
+# (CUDA/GPU/显卡 + 内存不足); responses without an EOS token.
+_GROUP_VIEW = "    mean_grouped_rewards = rewards.view(-1, self.num_generations).mean(dim=1)\n"
+FIRST_R24 = [
+    ("AssertionError: only support equal chunk. Got size of DataProto 6 and chunk 4.\n", "batch_size_misconfig"),
+    (_GROUP_VIEW + "RuntimeError: shape '[-1, 8]' is invalid for input of size 12\n", "batch_size_misconfig"),
+    ('  File "rollout.py", line 88, in post_process_rewards\n'
+     "    rewards = rewards.reshape(-1, n_samples_per_prompt)\n"
+     "RuntimeError: shape '[-1, 16]' is invalid for input of size 40\n", "batch_size_misconfig"),
+    ("  'probs_ratio_min': 0.21,\n  'probs_ratio_clamped_max': 0.35,\n", "metric_artifact_check_first"),
+]
+
+TOP3_R24 = [
+    ("# the train-infer mismatch grows after step 100\n", "rollout_train_logprob_mismatch"),
+    ("# train/infer mismatch is large with the fp8 rollout\n", "rollout_train_logprob_mismatch"),
+    ("# the logprob error is above 1.5 on the MoE model\n", "rollout_train_logprob_mismatch"),
+    ("# we are tracking down the high logprob error on Megatron\n", "rollout_train_logprob_mismatch"),
+    ("# rollout_corr/rollout_is_mean: 2.7 at step 0\n", "rollout_train_logprob_mismatch"),
+    ("# the importance sampling ratio is ~5 for the MoE model\n", "rollout_train_logprob_mismatch"),
+    ("# the IS weights are far from 1 right after the refit\n", "rollout_train_logprob_mismatch"),
+    ("# auto_find_batch_size halved my per_device_train_batch_size to 3 and GRPO crashed\n", "batch_size_misconfig"),
+    ("# the batch size got reduced automatically by accelerate after the first step\n", "batch_size_misconfig"),
+    ("# even with lr=0 the accuracy drops from 0.6 to 0.3 after a few steps\n", "vllm_weight_sync_failure"),
+    ("# the reward collapses even at lr 0, so it is not the optimizer\n", "vllm_weight_sync_failure"),
+    ("# Reward goes to 0 after each validation step\n", "vllm_weight_sync_failure"),
+    ("# after every evaluation the accuracy drops to 0\n", "vllm_weight_sync_failure"),
+    ("# the generation engine is not woken up after the offload\n", "vllm_weight_sync_failure"),
+    ("# the reported KL scales linearly with the number of micro-batches\n", "metric_artifact_check_first"),
+    ("# changing gradient accumulation steps from 1 to 8 changes the logged loss by 8x\n", "metric_artifact_check_first"),
+    ("训练第一步就报 GPU 内存不足\n", "oom_gpu"),
+    ("跑 vllm 的时候显卡内存溢出了\n", "oom_gpu"),
+    ("# no_eos_ratios/avg is nearly 0.6 from the start\n", "response_truncation"),
+    ("# most responses never emit an EOS token and hit the cap\n", "response_truncation"),
+    ("# the model never stops generating until max_new_tokens\n", "response_truncation"),
+]
+
+HEALTHY_R24 = [
+    ("# the logprob error is below 1.01, all good\n", "rollout_train_logprob_mismatch"),
+    ("# is_weight_mean stays around 1.0\n", "rollout_train_logprob_mismatch"),
+    ("# we set rollout_is_threshold=2\n", "rollout_train_logprob_mismatch"),
+    ("# clip the importance ratio at 3 (TIS)\n", "rollout_train_logprob_mismatch"),
+    ("# importance ratio of 1.02 on average\n", "rollout_train_logprob_mismatch"),
+    ("    attn_output = attn_output.view(bsz, q_len, self.hidden_size)\n"
+     "RuntimeError: shape '[4, 512, 4096]' is invalid for input of size 8392704\n", "batch_size_misconfig"),
+    ("# set auto_find_batch_size=True to avoid OOMs in SFT\n", "batch_size_misconfig"),
+    ("# accelerate launch --num_processes 8 train.py, batch size 64\n", "batch_size_misconfig"),
+    ("# lr=0 warmup, then the reward falls\n", "vllm_weight_sync_failure"),
+    ("# with lr = 0.0001 the reward drops\n", "vllm_weight_sync_failure"),
+    ("# the reward drops to 0.3 after validation\n", "vllm_weight_sync_failure"),
+    ("# validation accuracy is 0 at step 0 (no training yet)\n", "vllm_weight_sync_failure"),
+    ("# a larger micro batch size reduces the training time\n", "metric_artifact_check_first"),
+    ("  'probs_ratio_clamped_min': 0.81,\n  'probs_ratio_clamped_max': 1.19,\n", "metric_artifact_check_first"),
+    ("数据预处理时内存不足, 机器只有 32G\n", "oom_gpu"),
+    ("没有出现 CUDA 内存不足\n", "oom_gpu"),
+    ("# I was able to resolve the dependency and OOM issues we were seeing before\n", "oom_gpu"),
+    ("# | no_eos_ratios/avg | 0.035 | healthy |\n", "response_truncation"),
+    ("# set eos_token_id so generation stops\n", "response_truncation"),
+    ("# responses end with EOS properly\n", "response_truncation"),
+]
+
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -1770,20 +1836,20 @@ _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "
                       "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
                       "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20,
-                      "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23})
+                      "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23, "round24": FIRST_R24})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
                      "round14": TOP3_R14, "round15": TOP3_R15, "round16": TOP3_R16,
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
-                     "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23})
+                     "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
                         "round13": HEALTHY_R13, "round14": HEALTHY_R14, "round15": HEALTHY_R15,
                         "round16": HEALTHY_R16, "round17": HEALTHY_R17, "round18": HEALTHY_R18,
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
-                        "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23}, healthy=True)
+                        "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)
