@@ -192,7 +192,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (18, 34)
 """The validation batch (``VALIDATION_BATCH``, now 26) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 26 is measured); whoever measures it records the figure
@@ -227,7 +227,9 @@ RL threads, 7 committed logs and owners' notes; forum threads gave none), at the
 collectors cut short by the library's search budget (3 cases after one dropped), at the round-22 freeze: 0/3, joined
 development at round 23; batch 25, six blind collectors (3 downstream-project threads, 4 crash threads by error strings,
 3 metric threads, 1 web page, 5 pull-request threads, 6 recent framework threads; one dropped before measuring), at the
-round-23 freeze: 7/22 = 32%, joined development at round 24)."""
+round-23 freeze: 7/22 = 32%, joined development at round 24; batch 26, six blind collectors sent to wells other than issue
+threads (3 troubleshooting pages of one project, 8 Chinese write-ups, 5 blogs and repositories' analyses, 10 committed
+run records and owners' reports, 8 papers' failed runs; none dropped), at the round-24 freeze: 18/34 = 53%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -256,6 +258,15 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 26 measured once at the round-24 freeze: 18/34 = 53% (goal 90%). Misses, by kind: "
+                   "a training trend told only in prose, mostly from papers (5: the share of all-correct groups growing, entropy and "
+                   "length rising together, length growing after the reward plateaus, grad_norm climbing after 10k steps, a GRPO "
+                   "stage that improved little); a train/inference mismatch told in words or by veRL's rollout-vs-actor probability "
+                   "metrics in a Markdown table (2) and a mismatch whose ground truth is the degenerate tails behind it; a host "
+                   "memory growing linearly told in Chinese and an OOM of 21 GiB in the log-prob pass with no phase word (2); a "
+                   "logged rate stuck at 0 from a stale lookup; a repetition hack read as truncation; an empty response mask "
+                   "with zero tool calls; an idle vLLM replica; truncation at the cap told in Chinese read as zero-variance "
+                   "groups; DPO margins all zero")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
