@@ -1819,6 +1819,53 @@ HEALTHY_R24 = [
 ]
 
 
+# round 25 (batch 26's misses): training trends told only in words with the same rising verbs (the share of prompts with
+# accuracy 1 or 0 / of all-correct groups growing, DAPO; the entropy and the response length rising together, DAPO Figure 4;
+# the length still growing after the reward stalls, Dr. GRPO; the gradient norm climbing or swinging wildly, also in
+# Chinese); a gap in the tokens' probabilities between the training and the inference side (MiniMax-M1); host memory told
+# growing linearly (veRL #429), also in Chinese; zero tool calls in a batch; GPUs at 0% utilisation with full memory; the
+# Chinese of a median length at the cap; DPO margins told all zero (TRL rewards/margins).
+TOP3_R25 = [
+    ("# the fraction of prompts with accuracy equal to 1 keeps growing over training\n", "zero_variance_groups"),
+    ("# the number of samples whose accuracy is 0 continues to increase\n", "zero_variance_groups"),
+    ("# the share of all-correct groups rose from 20% to 60%\n", "zero_variance_groups"),
+    ("# the entropy and the response length both increase after step 200\n", "entropy_explosion"),
+    ("# we saw a steady rise of the policy entropy\n", "entropy_explosion"),
+    ("# the model keeps producing longer responses even after the reward plateaus\n", "response_length_explosion"),
+    ("# response length keeps growing after the accuracy saturates\n", "response_length_explosion"),
+    ("# the gradient norm fluctuates wildly after step 3000\n", "grad_norm_spike"),
+    ("# grad_norm keeps climbing from step 500 on\n", "grad_norm_spike"),
+    ("训练到后期梯度范数不断上升\n", "grad_norm_spike"),
+    ("# a large gap in token probabilities between vLLM and the trainer\n", "rollout_train_logprob_mismatch"),
+    ("# the mismatch of probabilities between rollout and training grows with the context\n", "rollout_train_logprob_mismatch"),
+    ("# system RAM grows steadily every step until the job is killed\n", "oom_host_cpu"),
+    ("# host memory increases linearly with the number of rollouts\n", "oom_host_cpu"),
+    ("训练时主机内存持续增长, 最后被 kill\n", "oom_host_cpu"),
+    ("# the rollouts contain zero tool calls, every trajectory ends after one turn\n", "tool_call_parse_errors"),
+    ("# GPUs 4-7 sit at 0% util / 100% memory during the rollout\n", "low_throughput"),
+    ("长度的中位数已经卡在 2048 上限\n", "response_truncation"),
+    ("# the median completion length is exactly at the max length\n", "response_truncation"),
+    ("# the DPO reward margins are all zero from step 1\n", "no_learning_signal_config"),
+]
+
+HEALTHY_R25 = [
+    ("# the fraction of prompts with accuracy equal to 1 stays around 10%\n", "zero_variance_groups"),
+    ("# accuracy keeps growing on the eval set\n", "zero_variance_groups"),
+    ("# the entropy falls while the response length increases, as in R1-Zero\n", "entropy_explosion"),
+    ("# a rising entropy bonus is used to avoid collapse\n", "entropy_explosion"),
+    ("# response length increases along with the training reward\n", "response_length_explosion"),
+    ("# we clip the gradient norm at 1.0\n", "grad_norm_spike"),
+    ("梯度范数保持稳定\n", "grad_norm_spike"),
+    ("# a difference in probabilities between the two classes\n", "rollout_train_logprob_mismatch"),
+    ("# host memory does not grow linearly with the fix\n", "oom_host_cpu"),
+    ("# we offload the optimizer to host memory\n", "oom_host_cpu"),
+    ("显存使用量持续增长\n", "oom_host_cpu"),
+    ("# a single-turn task with no tool calls needed\n", "tool_call_parse_errors"),
+    ("# GPU util 95%, memory 80%\n", "low_throughput"),
+    ("# 长度中位数约 900, 远低于 4096 上限\n", "response_truncation"),
+    ("# the DPO reward margins grow steadily to 2.1\n", "no_learning_signal_config"),
+]
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -1842,14 +1889,15 @@ _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "roun
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
                      "round14": TOP3_R14, "round15": TOP3_R15, "round16": TOP3_R16,
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
-                     "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24})
+                     "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
                         "round13": HEALTHY_R13, "round14": HEALTHY_R14, "round15": HEALTHY_R15,
                         "round16": HEALTHY_R16, "round17": HEALTHY_R17, "round18": HEALTHY_R18,
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
-                        "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24}, healthy=True)
+                        "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
+                        "round25": HEALTHY_R25}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)
