@@ -148,8 +148,6 @@ def predict(case: TimeCase, factors: dict[str, float]) -> tuple[float, float, fl
     """(predicted, physical limit, predicted tokens/s/GPU, bottleneck) in the row's metric."""
     if case.actor_mfu:
         factors = {**factors, "observed_actor_mfu": case.actor_mfu}
-    if not case.old_logprob_pass:
-        factors = {**factors, "old_logprob_pass": 0.0}
     st = predict_step(case.plan, factors, sync_transport=case.sync_transport)
     if case.metric == "sync_s":
         ph = next(p for p in st.phases if p.phase == "weight_sync")

@@ -47,10 +47,6 @@ class TimeCase(BaseModel):
     actor_mfu: float | None = Field(None, gt=0, le=1, description=(
         "The row's own published actor MFU (veRL's perf/mfu/actor: 6N FLOPs of the update over the "
         "update_policy time); when given, the actor update takes that efficiency instead of the fitted one."))
-    old_logprob_pass: bool = Field(True, description=(
-        "False when the source's trainer runs no forward pass for the old log-probs (it takes the "
-        "generation's, e.g. AReaL v0.1's ppo-math, whose dataflow has no actor_inf call): the "
-        "old_logprob_forward phase is left out of that row's step, whatever the framework does by default."))
 
 
 def _gpu_name(text: str) -> str:
@@ -386,18 +382,14 @@ def _verl_mode_rows(case: dict[str, Any], extra: dict[str, ModelSpec]) -> list[T
         if mfu:
             inferred.append(f"actor update at the row's published actor MFU {float(mfu):g} (veRL perf/mfu/actor), "
                             "not the fitted train efficiency")
-        recompute_lp = script.get("recompute_logprob", True)
-        if recompute_lp is False:
-            inferred.append("no old-log-prob forward: the script's trainer takes the generation's log-probs "
-                            "(script key recompute_logprob: false)")
         out.append(TimeCase(case=case["id"], row=label, plan=plan, metric="step_s",
                             published=row["step_s"], inferred=inferred, expert=True,
-                            actor_mfu=float(mfu) if mfu else None, old_logprob_pass=recompute_lp is not False))
+                            actor_mfu=float(mfu) if mfu else None))
         # the published phase breakdown identifies decode, forward and training efficiency separately
         for key, phases in PHASE_KEYS.items():
             if row.get(key):
                 out.append(TimeCase(case=case["id"], row=f"{label} {key}", plan=plan, metric="phase:" + ",".join(phases),
-                                    published=float(row[key]), inferred=inferred, old_logprob_pass=recompute_lp is not False))
+                                    published=float(row[key]), inferred=inferred))
     return out
 
 

@@ -841,9 +841,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
             fwd("reward", "reward_forward")
         if "reference" in roles:
             fwd("reference", "reference_forward")
-        # "old_logprob_pass": 0 is a row's own setting (benchmarks/placement_accuracy.py, a TimeCase whose
-        # source's trainer takes the generation's log-probs), like observed_actor_mfu; not a fitted factor
-        if rp.recomputes_old_logprobs and f.get("old_logprob_pass", 1.0):
+        if rp.recomputes_old_logprobs:
             fwd("policy", "old_logprob_forward")
         if "critic" in roles:
             fwd("critic", "critic_forward")
