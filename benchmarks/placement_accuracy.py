@@ -102,6 +102,33 @@ for the slowest data-parallel rank at every optimizer step (31.8 %, 51/128, max 
 veRL's single controller moving each score and update call's padded batch through the Ray driver
 (controller_gbs, fitted 0.67 GB/s: 30.6 %, 52/128, max 226 %; in-sample 22.4 %, 71/128); the log-prob passes'
 own token budget moves no row by more than 1.3 points and was not implemented.
+
+Session 12, diagnosis of the held-out jumps (`benchmarks/loso_factor_shift.py SOURCE [--also OTHER]`, a fold
+of --cv with the factors and per-phase seconds both ways). veRL one-step-off (24.0% in-sample, 71.2% held
+out) and NeMo-RL v0.5 (36.8% -> 58.5%) are the same effect: their fold moves one factor, train_mfu, from
+its 0.55 bound (0.54) to 0.35 / 0.37 (with it forward_mfu 0.218 -> 0.200, its lower bound; in the NeMo-RL
+fold activation_traffic 114 -> 138), and their actor updates go from +12..+53% to +69..+134% (one-step-off;
+its log-prob forwards, already +156..+192%, barely move). The L1 per-source fit makes train_mfu a vote
+between sources: for a high value (updates over-predicted even at the bound): the H20 veRL sources and
+NeMo-RL v0.4/v0.5 on H100; for a low one (training phases under-predicted): AReaL v0.1 on H800, OpenRLHF vs
+DS-Chat on A800, Miles on MI300X, OpenRLHF's early A100 table, DS-Chat step 3. The vote is balanced so
+closely that holding out one high voter tips it; holding out one low voter as well brings it back: without
+one-step-off and AReaL 0.486 (one-step-off held out 32.6%), and OpenRLHF vs DS-Chat 0.486 (32.4%), and
+Miles 0.456 (39.4%), and OpenRLHF early 0.409 (49.6%). The veRL weight-sync source (20.0% -> 37.1%) is
+the other kind: ckpt_link_efficiency falls back to its prior 0.70 (from 0.495) and sync_per_tensor_ms
+rises 0.57 -> 0.68, because only that source informs them. Reading the voters against their sources found
+one error: AReaL v0.1's ppo-math dataflow (realhf/experiments/common/ppo_math_exp.py at 940dfb6ea) has no
+actor_inf call, so no old-log-prob forward runs, yet the adapter, reading the rows as veRL, models one
+(181 s of the 16-node row's 1619 s). Corrected (6087905, reverted in 8e84efa): leave-one-source-out 29.9%,
+51/128, max 223%; in-sample 22.6%, 69/128, max 225% (forward_mfu refitted 0.254; AReaL held out 33.8%,
+one-step-off 78.5%): not adopted. It makes a low voter more under-predicted, so its vote does not change
+sign. Not found wrong: the one-step-off rows against their recipe scripts (verl 503ea75f5: n 12, 512
+prompts, mini-batch 32, dynamic batching 2x, SP4, offload when colocated, 2 + 6 GPUs per node on 2 nodes);
+AReaL's no_eos_ratio of 12% in the same log (as the row's clip share it moves its rows by 1%). The other
+low voters were checked against their case entries only (OpenRLHF's paper text was not reachable; Miles
+and DS-Chat miss by 55-90%, so no reading fix would change their votes' sign). The votes point to a
+training efficiency that differs between the H20/H100 sources and the A100/A800/H800/MI300X ones rather
+than one train_mfu (a new factor: not tried in this round).
 """
 
 from __future__ import annotations
