@@ -239,6 +239,8 @@ class SignatureScanner:
         self._gpu_words = re.compile(oom.get("gpu_words") or r"(?!)")
         self._host_leak = re.compile(oom.get("host_leak_words") or r"(?!)")
         self._config_echo = re.compile(load_table("diagnosis_signatures.yaml").get("config_echo") or r"(?!)")
+        self._config_assignment = re.compile(oom.get("config_assignment") or r"(?!)")  # names a setting, no phase
+        self._setting_names = re.compile(oom.get("setting_names") or r"(?!)")
         self._phases: list[tuple[str, tuple[str, ...]]] = [
             (ph["category"], tuple(m.lower() for m in ph["markers"])) for ph in oom["phases"]]
         self._prose_oom_triggers = tuple(t.lower() for t in oom["prose_triggers"])
@@ -503,6 +505,10 @@ class SignatureScanner:
         hit.note = rule.get("note", "").format(line=context[0])
 
     def _phases_in(self, low: str, t: str) -> tuple[int, ...]:
+        if self._config_assignment.match(t):
+            return ()  # round 26: a setting's name ('enable_sleep_mode=False \\') is not the phase an OOM ran in
+        if self._setting_names.search(low):
+            low = self._setting_names.sub(" ", low)  # a switch named in a sentence ('turned off `enable_sleep_mode`')
         phases = tuple(i for i, (plain, words) in enumerate(self._phase_match)
                        if any(mk in low for mk in plain) or (words is not None and words.search(low)))
         if phases:
