@@ -1866,6 +1866,62 @@ HEALTHY_R25 = [
     ("# the DPO reward margins grow steadily to 2.1\n", "no_learning_signal_config"),
 ]
 
+# round 26 (batch 27's misses): zero-variance groups told by their numbers (a majority of prompts at a pass rate of 90% or
+# more; dynamic sampling told losing its sampling efficiency: DAPO filter_groups, veRL num_gen_batches, TRL
+# frac_reward_zero_std); GPUs told idle during the rollout (generation's long tail); the length told staying at its cap,
+# also in Chinese; the reward at 0 over a whole run, also in Chinese; a trend verb negated or prevented inside its match
+# (the one negation, signatures._NEGATOR); a configuration key or a switch's name is no OOM phase.
+TOP3_R26 = [
+    ("# over half of all prompts achieve accuracy over 90% after 200 steps\n", "zero_variance_groups"),
+    ("# 60% of the training prompts have a pass rate of 1 by step 300\n", "zero_variance_groups"),
+    ("# the majority of problems reach a pass rate above 0.95\n", "zero_variance_groups"),
+    ("# with dynamic sampling we saw a diminishing sampling efficiency late in training\n", "zero_variance_groups"),
+    ("# more rollouts are required to fill a batch of fixed size\n", "zero_variance_groups"),
+    ("# the GPUs sit idle during the rollout while a few long samples finish\n", "generation_bound"),
+    ("# most GPUs remain idle while waiting for a few long rollouts\n", "generation_bound"),
+    ("| 生成长度 | 255 | 256 | — 稳定在最大长度 |\n", "response_truncation"),
+    ("# the completion length is always at the 256 cap\n", "response_truncation"),
+    ("回复长度一直在 1024 上限\n", "response_truncation"),
+    ("# the reward was 0 for 150 steps\n", "reward_function_misconfig"),
+    ("# the score stayed zero throughout training\n", "reward_function_misconfig"),
+    ("训练跑完 150 步后 reward 全程为 0\n", "reward_function_misconfig"),
+    ("奖励一直为 0\n", "reward_function_misconfig"),
+    ("# the grad norm keeps increasing after step 300\n", "grad_norm_spike"),
+    ("# the loss does not converge and the grad norm keeps increasing\n", "grad_norm_spike"),
+    # a launch script pasted beside an OOM told in words: its switches name no phase (the OOM stays a plain GPU OOM,
+    # not the rollout wake-up's)
+    ("# the run hit a CUDA OOM at the first weight sync\n++actor_rollout_ref.rollout.enable_sleep_mode=False \\\n"
+     "actor_rollout_ref.rollout.name=sglang \\\n", "oom_gpu"),
+    ("# GPU OOM. We turned off `enable_sleep_mode` because the container lacks cuMem\n", "oom_gpu"),
+    # a real OOM message keeps the phase of its frames beside the same switches
+    ("++actor_rollout_ref.rollout.enable_sleep_mode=True \\\n"
+     '  File "/verl/workers/sharding_manager/fsdp_vllm.py", line 120, in __enter__\n'
+     "    self.inference_engine.wake_up()\n"
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n", "oom_rollout_wakeup"),
+]
+
+HEALTHY_R26 = [
+    ("# about 20% of prompts achieve accuracy over 90%\n", "zero_variance_groups"),
+    ("# over half of all prompts achieve accuracy over 60%\n", "zero_variance_groups"),
+    ("# sampling efficiency improves with the new filter\n", "zero_variance_groups"),
+    ("# more rollouts are required to estimate the value better\n", "zero_variance_groups"),
+    ("# GPUs are idle during data loading\n", "generation_bound"),
+    ("# no GPU idle time during rollout with the async engine\n", "generation_bound"),
+    ("| 生成长度 | 180 | 210 | 远低于最大长度 |\n", "response_truncation"),
+    ("# the completion length stays well below the cap\n", "response_truncation"),
+    ("# the reward was 0 for the first 20 steps, then rose to 0.6\n", "reward_function_misconfig"),
+    ("# reward 0 for wrong answers and 1 for correct ones\n", "reward_function_misconfig"),
+    ("奖励从 0 上升到 0.8\n", "reward_function_misconfig"),
+    ("# We clip the grad norm so it does not keep increasing.\n", "grad_norm_spike"),
+    ("# We clip the grad norm so it does not keep increasing.\n", "rollout_train_logprob_mismatch"),
+    ("# We clip the grad norm so that it doesn't keep growing.\n", "grad_norm_spike"),
+    ("# the gradient norm no longer keeps rising after warmup\n", "grad_norm_spike"),
+    ("# to keep the grad norm from continuing to grow we set max_grad_norm=1.0\n", "grad_norm_spike"),
+    ("# gradient clipping stops the gradient norm from continuing to grow\n", "rollout_train_logprob_mismatch"),
+    ("梯度裁剪是为了防止梯度范数持续上升\n", "grad_norm_spike"),
+    ("# the grad norm doesn't spike anymore after the fix\n", "grad_norm_spike"),
+]
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -1889,7 +1945,8 @@ _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "roun
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
                      "round14": TOP3_R14, "round15": TOP3_R15, "round16": TOP3_R16,
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
-                     "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25})
+                     "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25,
+                     "round26": TOP3_R26})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
@@ -1897,7 +1954,7 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round16": HEALTHY_R16, "round17": HEALTHY_R17, "round18": HEALTHY_R18,
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
                         "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
-                        "round25": HEALTHY_R25}, healthy=True)
+                        "round25": HEALTHY_R25, "round26": HEALTHY_R26}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

@@ -38,6 +38,7 @@ class _Sig:
     after: re.Pattern[str] | None = None
     prose: bool = False  # scope: prose (descriptions), see diagnosis_signatures.yaml
     unless: re.Pattern[str] | None = None  # a match whose clause this finds is not read (diagnosis_signatures.yaml)
+    verb_last: bool = False  # round 26: the match ends on a trend verb, a negation before it denies it (_negated_verb)
     _compiled: list[re.Pattern[str]] | None = None
     _gated: list[tuple[tuple[str, ...] | None, re.Pattern[str]]] | None = None
 
@@ -123,7 +124,7 @@ _CLAUSE_BREAK = re.compile(r"[;.!?]\s|\b(?:but|while|whereas|although|though|how
 
 # a negator right before a described symptom ("no completion exceeds max_completion_length", "without any NaN",
 # "not a single response is clipped", "none of the groups"): at most two determiners between it and the match
-_NEGATOR = re.compile(r"(?i)\b(?:no|not|never|without|none of|nor|zero)\s+(?:(?:any|a|an|the|single|one|more|further|"
+_NEGATOR = re.compile(r"(?i)(?:\b(?:no|not|never|without|none of|nor|zero|no longer)|n['’]t)\s+(?:(?:any|a|an|the|single|one|more|further|"
                       r"of the|of|cuda|gpu|npu|tpu|cpu|host|device|nccl)\s+){0,2}"
                       # round 22: one item coordinated before the symptom is under the same negator ("without any hang or
                       # NCCL timeout", "no OOM/crash", "无 NaN、OOM")
@@ -132,7 +133,11 @@ _NEGATOR = re.compile(r"(?i)\b(?:no|not|never|without|none of|nor|zero)\s+(?:(?:
                       # is not NaN, "未出现", "并未", "从没"): Chinese writes no space, so the words end at the match
                       # round 22: with a verb of occurring between ("未出现 OOM", "没有发生 OOM", "没遇到过 hang") and a device
                       # word (无显存 OOM); one place for every described failure (OOM, crash, NaN, hang, timeout)
-                      r"|(?:没有|没|不|未|无|并未|从未|从没)(?:出现|发生|遇到|碰到|遇见|触发|报|有)?过?\s*(?:任何\s*)?(?:显存\s*)?$")
+                      r"|(?:没有|没|不|未|无|并未|从未|从没)(?:出现|发生|遇到|碰到|遇见|触发|报|有)?过?\s*(?:任何\s*)?(?:显存\s*)?$"
+                      # round 26: a purpose that keeps the symptom from happening ("clip it to keep the grad norm from
+                      # increasing", "to stop it from growing", "防止梯度范数持续上升"): what a setting prevents, not a report
+                      r"|\b(?:prevent|stop|keep)(?:s|ed|ing|ping|t)?\s+(?:[\w-]+\s+){0,3}?from\s+(?:[\w-]+\s+)?$"
+                      r"|(?:防止|避免|以免|不让)\s*\S{0,8}$")
 
 
 def _negated(text: str, at: int) -> bool:
@@ -140,6 +145,17 @@ def _negated(text: str, at: int) -> bool:
     A negation after the symptom ("NaN appears, not in the loss") is not read: it rarely denies the symptom."""
     head = text[max(0, at - 40):at]
     return bool(head) and _NEGATOR.search(head) is not None
+
+
+def _negated_verb(text: str, m: re.Match[str]) -> bool:
+    """Round 26: whether the verb that ends a match is negated inside it ("the grad norm ... does not keep increasing",
+    "so it no longer grows"): a trend told as a subject and a verb puts its negation between them, where
+    ``_negated`` (the words before the match) does not look. Only the match's last two words are read, each with the
+    words before it and the same ``_NEGATOR``: a negation of something else earlier in the match ("does not converge
+    and keeps increasing") is not one of the verb."""
+    span = text[m.start():m.end()]
+    starts = [m.start() + w.start() for w in re.finditer(r"\b\w", span)][1:][-2:]
+    return any(_NEGATOR.search(text[max(0, p - 60):p]) is not None for p in starts)
 
 
 def _clause(text: str, at: int) -> str:
@@ -223,7 +239,8 @@ class SignatureScanner:
                        requires=tuple(row.get("requires_file", [])),
                        suppresses=tuple(row.get("suppresses", [])), kind=row.get("kind", "match"), row=row,
                        prose=row.get("scope") == "prose",
-                       unless=re.compile(row["unless"]) if row.get("unless") else None)
+                       unless=re.compile(row["unless"]) if row.get("unless") else None,
+                       verb_last=bool(row.get("verb_last")))
             if sig.kind == "ratio":
                 sig.before, sig.after = re.compile(row["before"]), re.compile(row["after"])
             self._sigs.append(sig)
@@ -392,8 +409,9 @@ class SignatureScanner:
                     m = pat.search(s) if words is None or may_match(words, sl, s) else None
                     # round 22: a negated failure is no report for any signature read as a description (the prose
                     # zone): "without any hang or NCCL timeout" as "no NaN"
-                    if m and (sig.prose or prose_ok) and _negated(s, m.start()):
-                        m = next((x for x in pat.finditer(s) if not _negated(s, x.start())), None)
+                    if m and (sig.prose or prose_ok) and (_negated(s, m.start()) or sig.verb_last and _negated_verb(s, m)):
+                        m = next((x for x in pat.finditer(s) if not _negated(s, x.start())
+                                  and not (sig.verb_last and _negated_verb(s, x))), None)
                     if m and sig.unless is not None and sig.unless.search(_clause(s, m.start())):
                         m = None
                     if m:
