@@ -1869,7 +1869,8 @@ HEALTHY_R25 = [
 # round 26 (batch 27's misses): zero-variance groups told by their numbers (a majority of prompts at a pass rate of 90% or
 # more; dynamic sampling told losing its sampling efficiency: DAPO filter_groups, veRL num_gen_batches, TRL
 # frac_reward_zero_std); GPUs told idle during the rollout (generation's long tail); the length told staying at its cap,
-# also in Chinese; the reward at 0 over a whole run, also in Chinese; a trend verb negated or prevented inside its match
+# also in Chinese; the reward at 0 over a whole run, also in Chinese; an entropy spike (DAPO clip-higher); the training
+# reward rising while the correctness falls (reward hacking); a trend verb negated or prevented inside its match
 # (the one negation, signatures._NEGATOR); a configuration key or a switch's name is no OOM phase.
 TOP3_R26 = [
     ("# over half of all prompts achieve accuracy over 90% after 200 steps\n", "zero_variance_groups"),
@@ -1887,6 +1888,9 @@ TOP3_R26 = [
     ("训练跑完 150 步后 reward 全程为 0\n", "reward_function_misconfig"),
     ("奖励一直为 0\n", "reward_function_misconfig"),
     ("# the grad norm keeps increasing after step 300\n", "grad_norm_spike"),
+    ("# Clip-Higher induces an early entropy spike (steps 10 to 80)\n", "entropy_explosion"),
+    ("# a sudden increase in the self-reward, despite a decline in actual output correctness\n", "reward_hacking"),
+    ("# the training reward increases while the test accuracy declines\n", "reward_hacking"),
     ("# the loss does not converge and the grad norm keeps increasing\n", "grad_norm_spike"),
     # a launch script pasted beside an OOM told in words: its switches name no phase (the OOM stays a plain GPU OOM,
     # not the rollout wake-up's)
@@ -1902,6 +1906,10 @@ TOP3_R26 = [
 
 HEALTHY_R26 = [
     ("# about 20% of prompts achieve accuracy over 90%\n", "zero_variance_groups"),
+    ("# to prevent an entropy spike we lower clip_ratio_high\n", "entropy_explosion"),
+    ("# there was no entropy spike during training\n", "entropy_explosion"),
+    ("# the training reward increases while the test accuracy also increases\n", "reward_hacking"),
+    ("# a sudden increase in the reward, along with a rise in accuracy\n", "reward_hacking"),
     ("# over half of all prompts achieve accuracy over 60%\n", "zero_variance_groups"),
     ("# sampling efficiency improves with the new filter\n", "zero_variance_groups"),
     ("# more rollouts are required to estimate the value better\n", "zero_variance_groups"),
