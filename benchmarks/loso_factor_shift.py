@@ -13,7 +13,6 @@ left out together with SOURCE, to show how far that one source alone holds the m
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -23,21 +22,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.placement_accuracy import (DEV, EXTRA, FIT_KEYS, evaluate, fit, load_cases,  # noqa: E402
-                                           prior_start)
-from advisor.placement.timemodel import default_factors, predict_step  # noqa: E402
-
-
-def per_source(rows: list[dict[str, Any]]) -> dict[str, float]:
-    out: dict[str, list[float]] = {}
-    for r in rows:
-        if r["scored"]:
-            out.setdefault(r["case"], []).append(abs(math.log(r["predicted"] / r["published"])))
-    return {k: sum(v) / len(v) for k, v in out.items()}
+                                           per_source_error as per_source, predict_case_step, prior_start)
+from advisor.placement.timemodel import default_factors  # noqa: E402
 
 
 def phases(case: Any, f: dict[str, float]) -> dict[str, float]:
-    fx = {**f, **({"observed_actor_mfu": case.actor_mfu} if case.actor_mfu else {})}
-    return {p.phase: round(p.seconds, 1) for p in predict_step(case.plan, fx, sync_transport=case.sync_transport).phases}
+    return {p.phase: round(p.seconds, 1) for p in predict_case_step(case, f).phases}
 
 
 def main(argv: list[str] | None = None) -> int:

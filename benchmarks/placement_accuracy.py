@@ -171,11 +171,16 @@ def load_cases(path: Path, *more: Path) -> list[TimeCase]:
     return out
 
 
-def predict(case: TimeCase, factors: dict[str, float]) -> tuple[float, float, float | None, str]:
-    """(predicted, physical limit, predicted tokens/s/GPU, bottleneck) in the row's metric."""
+def predict_case_step(case: TimeCase, factors: dict[str, float]) -> Any:
+    """The time model's step for a row's plan, with the row's own published actor MFU when it has one."""
     if case.actor_mfu:
         factors = {**factors, "observed_actor_mfu": case.actor_mfu}
-    st = predict_step(case.plan, factors, sync_transport=case.sync_transport)
+    return predict_step(case.plan, factors, sync_transport=case.sync_transport)
+
+
+def predict(case: TimeCase, factors: dict[str, float]) -> tuple[float, float, float | None, str]:
+    """(predicted, physical limit, predicted tokens/s/GPU, bottleneck) in the row's metric."""
+    st = predict_case_step(case, factors)
     if case.metric == "sync_s":
         ph = next(p for p in st.phases if p.phase == "weight_sync")
         return ph.seconds, ph.lower_bound_s, None, "weight_sync"
@@ -215,11 +220,17 @@ def loss(rows: list[dict[str, Any]]) -> float:
     Absolute, not squared: the headline is a median, and a row whose setting the source does not
     state well enough (a batch the memory model cannot reproduce, a layout guessed) would, squared,
     pull every shared factor towards itself."""
+    per_case = per_source_error(rows)
+    return sum(per_case.values()) / max(len(per_case), 1)
+
+
+def per_source_error(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Each source's mean |log(predicted/published)| over its scored rows."""
     per_case: dict[str, list[float]] = {}
     for r in rows:
         if r["scored"]:
             per_case.setdefault(r["case"], []).append(abs(math.log(r["predicted"] / r["published"])))
-    return sum(sum(v) / len(v) for v in per_case.values()) / max(len(per_case), 1)
+    return {k: sum(v) / len(v) for k, v in per_case.items()}
 
 
 PRIOR_WEIGHT = 0.02

@@ -525,8 +525,7 @@ class SignatureScanner:
     def _phases_in(self, low: str, t: str) -> tuple[int, ...]:
         if self._config_assignment.match(t):
             return ()  # round 26: a setting's name ('enable_sleep_mode=False \\') is not the phase an OOM ran in
-        if self._setting_names.search(low):
-            low = self._setting_names.sub(" ", low)  # a switch named in a sentence ('turned off `enable_sleep_mode`')
+        low = self._setting_names.sub(" ", low)  # a switch named in a sentence ('turned off `enable_sleep_mode`')
         phases = tuple(i for i, (plain, words) in enumerate(self._phase_match)
                        if any(mk in low for mk in plain) or (words is not None and words.search(low)))
         if phases:
