@@ -495,6 +495,22 @@ def check_dpo_no_signal(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | 
 
 def check_grad_zero(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | None:
     g = ctx.series("grad_norm")
+    if g is not None and 0 < g.finite_count < p["min_points"]:
+        # round 27, short logs: an exact zero gradient is unambiguous on one point when the same steps log
+        # groups WITH reward variance (TRL frac_reward_zero_std < 1: those groups have non-zero advantages, so
+        # a working backward pass gives a non-zero gradient). Zero-variance groups are then not the cause: the
+        # update reaches no parameter (frozen weights, a sharded optimizer step that drops the gradients).
+        zs = ctx.values("frac_reward_zero_std")
+        if max(g.buckets()[2]) == 0.0 and zs and max(zs) < 1.0:
+            kl = ctx.values("kl")
+            ev = [ctx.evidence("grad_norm"), ctx.evidence("frac_reward_zero_std")] \
+                + ([ctx.evidence("kl")] if kl and max(abs(v) for v in kl) == 0.0 else [])
+            return [RuleHit("error", f"grad_norm is exactly 0 on all {g.finite_count} logged step(s) while "
+                                     f"{1 - max(zs):.0%} or more of the prompt groups have reward variance: the "
+                                     "update reaches no parameter.", ev,
+                            cause="groups with reward variance give non-zero advantages, so a zero gradient means "
+                                  "the backward pass or the optimizer does not reach the trained parameters",
+                            confidence=0.7)]
     if g is None or g.finite_count < p["min_points"]:
         return None
     _, means, maxs, _ = g.buckets()
