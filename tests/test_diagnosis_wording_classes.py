@@ -1930,6 +1930,60 @@ HEALTHY_R26 = [
     ("# the grad norm doesn't spike anymore after the fix\n", "grad_norm_spike"),
 ]
 
+FIRST_R27 = [
+    ("[rank0]: TypeError: accuracy_reward() takes 1 positional argument but 2 were given\n", "config_key_error"),
+    ("TypeError: my_reward_fn() missing 1 required positional argument: 'prompts'\n", "config_key_error"),
+]
+
+TOP3_R27 = [
+    ("# grad_norm: 0.0 and kl: 0.0 on every step of the GRPO run, the reward looks fine\n", "no_learning_signal_config"),
+    ("# kl and grad_norm are both 0 after 200 steps\n", "no_learning_signal_config"),
+    ("# grad_norm和kl都为0，reward正常\n", "no_learning_signal_config"),
+    ("# the lora adapters are never refreshed, rollouts look identical across steps\n", "vllm_weight_sync_failure"),
+    ("# the generation keeps serving stale lora adapters in rollouts after each update\n", "vllm_weight_sync_failure"),
+    ("# policy entropy showed a sudden surge right before the reward dropped\n", "entropy_explosion"),
+    ("# with FP8 rollouts the run became unstable after 300 steps\n", "rollout_train_logprob_mismatch"),
+    ("# the quantized rollout training collapsed at step 120\n", "rollout_train_logprob_mismatch"),
+    ("# high staleness hurts the accuracy of the async run\n", "rollout_train_logprob_mismatch"),
+    ("# with more off-policy steps the clip fraction rises sharply\n", "rollout_train_logprob_mismatch"),
+    ("# during RL the coding agent learned to call sys.exit(0) before the tests ran\n", "reward_hacking_shortcut"),
+    ("# the policy special-cases the unit tests instead of fixing the bug, and the reward goes up\n", "reward_hacking_shortcut"),
+    ("# the PPO critic has negative explained variance for the whole run\n", "critic_divergence"),
+    ("# the value model's gradient norm keeps growing while the policy collapses\n", "critic_divergence"),
+]
+
+HEALTHY_R27 = [
+    ("# grad_norm: 0.35, kl: 0.002 - the run looks fine\n", "no_learning_signal_config"),
+    ("# the kl is 0 at step 1 by construction, grad_norm is 0.4\n", "no_learning_signal_config"),
+    ("# the LoRA adapter is synced to vLLM after every step, as expected\n", "vllm_weight_sync_failure"),
+    ("# entropy did not show a sharp increase with clip-higher\n", "entropy_explosion"),
+    ("# FP8 rollouts matched the BF16 reward curve closely\n", "rollout_train_logprob_mismatch"),
+    ("# staleness of 1 step is the default of the one-step-off recipe\n", "rollout_train_logprob_mismatch"),
+    ("# I skip the slow unit tests in CI with pytest -m 'not slow'\n", "reward_hacking_shortcut"),
+    ("# the agent did not modify the tests during RL\n", "reward_hacking_shortcut"),
+    ("# explained variance rises to 0.8 once the critic warms up\n", "critic_divergence"),
+    ("# the critic gradient norm is not larger than the actor's\n", "critic_divergence"),
+]
+
+
+def test_printed_completions_without_the_asked_for_tags_are_a_reward_format_problem() -> None:
+    """Round 27 (samples.py): veRL's [prompt]/[response] prints and a printed completions list whose
+    completions hold none of the tag pairs the prompt asks for; the same prints with the tags filled are fine."""
+    verl = ("[prompt] <|im_start|>user\nSolve 2+2. Think in <think> </think> and answer in <answer> </answer>.\n"
+            "[response] The answer is 4.\n[ground_truth] 4\n[score] 0.0\n"
+            "[prompt] <|im_start|>user\nSolve 3+3. Think in <think> </think> and answer in <answer> </answer>.\n"
+            "[response] 6\n[ground_truth] 6\n[score] 0.0\n")
+    assert "reward_function_misconfig" in _cats(verl)[:3]
+    good = verl.replace("[response] The answer is 4.", "[response] <think>2+2</think><answer>4</answer>")
+    assert "reward_function_misconfig" not in _cats(good)
+    trl = ("prompts [[{'role': 'user', 'content': 'Answer in <answer> </answer> tags: what is 2+2?'}]]\n"
+           "completions [[{'role': 'assistant', 'content': 'It is 4, I think.'}], "
+           "[{'role': 'assistant', 'content': 'The sum is four.'}]]\n")
+    assert "reward_function_misconfig" in _cats(trl)[:3]
+    one = trl.replace("[{'role': 'assistant', 'content': 'The sum is four.'}]", "")
+    assert "reward_function_misconfig" not in _cats(one), "one completion is too few"
+
+
 # ----------------------------------------------------------------------------- one test per kind over every round's table
 def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     """Each round's rows as pytest params with the round in the id; a healthy row without an
@@ -1947,14 +2001,15 @@ _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "
                       "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
                       "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20,
-                      "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23, "round24": FIRST_R24})
+                      "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23, "round24": FIRST_R24,
+                      "round27": FIRST_R27})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
                      "round14": TOP3_R14, "round15": TOP3_R15, "round16": TOP3_R16,
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
                      "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25,
-                     "round26": TOP3_R26})
+                     "round26": TOP3_R26, "round27": TOP3_R27})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
@@ -1962,7 +2017,7 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round16": HEALTHY_R16, "round17": HEALTHY_R17, "round18": HEALTHY_R18,
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
                         "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
-                        "round25": HEALTHY_R25, "round26": HEALTHY_R26}, healthy=True)
+                        "round25": HEALTHY_R25, "round26": HEALTHY_R26, "round27": HEALTHY_R27}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

@@ -21,6 +21,7 @@ from typing import Iterable
 
 from advisor.diagnosis.model import SEVERITY_RANK, Check, Diagnosis, Evidence, Finding, Fix, LogLine
 from advisor.diagnosis.rules import CHECKS, RuleContext
+from advisor.diagnosis.samples import SampleFormat
 from advisor.diagnosis.prefilter import (MARKER, METRIC, NONFINITE, RECORD, SIGNAL, context_lines, marker_ends,
                                          prose_scan_lines, record_and_line_ends)
 from advisor.diagnosis.signatures import SigHit, SignatureScanner
@@ -97,6 +98,7 @@ class DiagnosisSession:
         self.reader = None
         self.scanner = SignatureScanner()
         self.store = SeriesStore()
+        self.samples = SampleFormat()  # printed prompts/completions of the prose zone
         self._file_store = SeriesStore()  # the current file's points, merged at end_file
         self._bbuf = b""
         self._buf = bytearray()  # the current chunk behind a newline, reused (see feed_bytes)
@@ -385,6 +387,8 @@ class DiagnosisSession:
 
     def _handle(self, line_no: int, text: str, kinds: int, *, full: bool) -> None:
         points = None
+        if full:
+            self.samples.feed(line_no, text)
         if kinds & METRIC and self._read_metrics and self.reader is not None:
             points = self.reader.feed_line(line_no, text)
             self._file_store.extend(points)
@@ -411,7 +415,7 @@ class DiagnosisSession:
         framework = self._framework()
         ctx = RuleContext(self.store, framework=framework,
                           max_response_length=_plan_attr(self.plan, "data", "max_response_length"),
-                          on_policy=_on_policy(self.plan))
+                          on_policy=_on_policy(self.plan), samples=self.samples)
         findings: list[Finding] = []
         checks: list[Check] = []
         tax = taxonomy()

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any, Callable
 
-from advisor.diagnosis.model import Evidence
+from advisor.diagnosis.samples import SampleFormat
+from advisor.diagnosis.model import Evidence, LogLine
 from advisor.diagnosis.trends import levels, spikes, trend
 from advisor.metrics.store import Series, SeriesStore
 
@@ -33,6 +34,7 @@ class RuleContext:
     framework: str | None = None
     max_response_length: int | None = None
     on_policy: bool | None = None
+    samples: SampleFormat | None = None  # printed prompts/completions (advisor/diagnosis/samples.py)
 
     def series(self, name: str) -> Series | None:
         s = self.store.get(name)
@@ -714,6 +716,22 @@ def check_clip_ratio_artifact(ctx: RuleContext, p: dict[str, Any]) -> list[RuleH
     return []
 
 
+def check_sample_format(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | None:
+    """Printed completions that hold none of the tag pairs the printed prompt asks for (samples.py)."""
+    if ctx.samples is None or not ctx.samples.completions:
+        return None
+    got = ctx.samples.missing(p["min_samples"])
+    if got is None:
+        return []
+    tags, completions = got
+    asked = ", ".join(f"<{t}>...</{t}>" for t in tags)
+    lines = [LogLine(line=n, text=c[:160]) for n, c in completions[:3]]
+    return [RuleHit("warning", f"None of the {len(completions)} printed completions holds the {asked} the prompt asks "
+                               "for: a format reward scores them all 0.",
+                    [Evidence(kind="log", lines=lines, note=f"{len(completions)} completions, tags asked for: {asked}")],
+                    confidence=0.6)]
+
+
 CHECKS: dict[str, Callable[[RuleContext, dict[str, Any]], list[RuleHit] | None]] = {
     "nonfinite": check_nonfinite,
     "entropy_collapse": check_entropy_collapse,
@@ -737,4 +755,5 @@ CHECKS: dict[str, Callable[[RuleContext, dict[str, Any]], list[RuleHit] | None]]
     "low_throughput": check_low_throughput,
     "agent_format": check_agent_format,
     "clip_ratio_artifact": check_clip_ratio_artifact,
+    "sample_format": check_sample_format,
 }
