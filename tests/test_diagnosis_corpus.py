@@ -261,7 +261,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (13, 25)
 """The validation batch (``VALIDATION_BATCH``, now 29) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 29 is measured); whoever measures it records the figure
@@ -302,7 +302,9 @@ run records and owners' reports, 8 papers' failed runs; none dropped), at the ro
 runs, 4 technical reports' RL-stage failures, 4 Chinese write-ups, 7 owners' run reports of three repositories; none
 dropped), at the round-25 freeze: 8/21 = 38%, joined development at round 26; batch 28, five blind collectors (5
 papers' failed runs, 5 engineering blog posts, 5 Chinese-language threads, 2 owners' committed records, 6 downstream
-projects' threads; none dropped), at the round-26 freeze: 9/23 = 39%, joined development at round 27)."""
+projects' threads; none dropped), at the round-26 freeze: 9/23 = 39%, joined development at round 27; batch 29, five blind collectors (5 papers' failed
+runs, 8 threads of the main stacks and the projects next to them, 5 Chinese-language threads, 2 owners' write-ups, 5
+engineering reports and owners' notes; none dropped), at the round-27 freeze: 13/25 = 52%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -331,6 +333,14 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 29 measured once at the round-27 freeze: 13/25 = 52% (goal 90%). Misses, by kind: "
+                   "a paper's, report's or blog's failed run told in prose (5: a verifier hacked while the oracle stays flat, "
+                   "multi-turn junk repetition read as truncation, generated kernels calling the reference implementation, a "
+                   "reward saturating while the quotes' validity falls, empty or gibberish guesses outscoring wrong ones); a "
+                   "thread told in prose (3: a rollout crash after every weight sync, the weight broadcast taking 40% of the "
+                   "step, malformed tool calls before a collapse); metric tables (2: accuracy by staleness, the share of steps "
+                   "with zero loss at 2 generations); logs (2: an FP8 rollout's log-prob assertion at step 0, a slime OOM in "
+                   "the vocabulary softmax read as an OOM of unknown phase)")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
