@@ -1966,6 +1966,38 @@ HEALTHY_R27 = [
 ]
 
 
+FIRST_R28 = [
+    ("AssertionError: check failed: log_probs (-3.2) != rollout_log_probs (-0.41)\n", "rollout_train_logprob_mismatch"),
+    ("RuntimeError: rollout_log_probs does not match old_log_probs at step 0\n", "rollout_train_logprob_mismatch"),
+]
+
+TOP3_R28 = [
+    ("# the SGLang engine fails on the first request after each weight update\n", "vllm_weight_sync_failure"),
+    ("# invalid tool calls keep increasing before the reward collapses\n", "tool_call_parse_errors"),
+    ("# 函数调用格式错误明显增多\n", "tool_call_parse_errors"),
+    ("# update_weights is the main bottleneck of each step with 16 engines\n", "low_throughput"),
+    ("# the weight sync takes over 40% of the step time\n", "low_throughput"),
+    ("# 参数同步成为瓶颈\n", "low_throughput"),
+    ("# later the policy emits repetitive and incoherent completions\n", "degenerate_repetition"),
+    ("# test accuracy declines despite rising rewards after step 300\n", "reward_hacking"),
+    ("# training rewards not matched by held-out rewards after step 200\n", "reward_hacking"),
+    ("# during RL the model learned to copy the reference implementation into its answer\n", "reward_hacking_shortcut"),
+    ("# the policy learned to output empty answers to avoid the penalty\n", "reward_hacking_shortcut"),
+    ("GRPO run with num_generations: 2 and a binary reward\n", "zero_variance_groups"),
+]
+
+HEALTHY_R28 = [
+    ("# log_probs and rollout_log_probs agree to 1e-3 at step 0\n", "rollout_train_logprob_mismatch"),
+    ("# the engine restarts once after the first weight sync, then runs fine\n", "vllm_weight_sync_failure"),
+    ("# malformed tool calls decrease steadily over training\n", "tool_call_parse_errors"),
+    ("# the weight sync is not the bottleneck: it takes 3% of the step\n", "low_throughput"),
+    ("# accuracy rises together with the reward\n", "reward_hacking"),
+    ("# the reference implementation is used to check the kernel's output\n", "reward_hacking_shortcut"),
+    ("GRPO run with num_generations: 8 and a binary reward\n", "zero_variance_groups"),
+    ("PPO run with actor_rollout_ref.rollout.n=2 for the critic baseline\n", "zero_variance_groups"),
+]
+
+
 def test_printed_completions_without_the_asked_for_tags_are_a_reward_format_problem() -> None:
     """Round 27 (samples.py): veRL's [prompt]/[response] prints and a printed completions list whose
     completions hold none of the tag pairs the prompt asks for; the same prints with the tags filled are fine."""
@@ -2002,14 +2034,15 @@ _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
                       "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20,
                       "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23, "round24": FIRST_R24,
-                      "round27": FIRST_R27})
+                      "round27": FIRST_R27, "round28": FIRST_R28})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
                      "round14": TOP3_R14, "round15": TOP3_R15, "round16": TOP3_R16,
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
                      "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25,
-                     "round26": TOP3_R26, "round27": TOP3_R27})
+                     "round26": TOP3_R26, "round27": TOP3_R27,
+                     "round28": TOP3_R28})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
@@ -2017,7 +2050,8 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round16": HEALTHY_R16, "round17": HEALTHY_R17, "round18": HEALTHY_R18,
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
                         "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
-                        "round25": HEALTHY_R25, "round26": HEALTHY_R26, "round27": HEALTHY_R27}, healthy=True)
+                        "round25": HEALTHY_R25, "round26": HEALTHY_R26, "round27": HEALTHY_R27,
+                        "round28": HEALTHY_R28}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)
