@@ -112,6 +112,11 @@ def test_metric_case_same_diagnosis_deep_in_a_long_prefixed_log(case: dict, vari
 
 
 KNOWN_DEEP_GAPS: dict[str, str] = {
+    "oceantime-cookbook-lfm2-grpo-browsergym-entropy-collapse-reward-std-zero-deadlock": (
+        "batch 29 (joined development at round 28; passes): the original's first reading, zero_variance_groups, is a "
+        "signature on the owner's block of key: value lines ('reward_std: 0.0', 'frac_reward_zero_std: 1.0') in the lines "
+        "read in full; the rewritten records deep in a long log carry that block as one metric point, below the "
+        "zero-variance rule's point count, so only the gradient and entropy readings remain; not investigated further"),
     "terrense-r0-grpo-smoke-ppo-kl-zero-by-design": (
         "batch 26 (joined development at round 25; healthy_false_alarm, passes): the original's response_truncation warning is truncation_written, a prose-scope signature, on the report's table row 'truncation_rate ... 3.13% | 9.38%'; moved past the lines read in full it is a plain line of a long log, which prose signatures do not read by design"),
     "verlvllm-rlnotes-trloo-qwen3-06b-1step-smoke-all-zero": (
