@@ -165,10 +165,10 @@ from advisor.errors import AdvisorError  # noqa: E402
 from advisor.placement.cases import TimeCase, time_cases  # noqa: E402
 from advisor.placement.timemodel import DATA, Infeasible, default_factors, predict_step  # noqa: E402
 
-FIT_KEYS = ["decode_hbm_efficiency", "decode_hbm_efficiency_static", "decode_step_overhead_ms_static", "decode_step_overhead_ms", "decode_compute_efficiency", "forward_mfu", "train_mfu", "activation_traffic",
+FIT_KEYS = ["decode_hbm_efficiency", "decode_hbm_efficiency_static", "decode_step_overhead_ms_static", "decode_step_overhead_ms", "decode_compute_efficiency", "forward_mfu", "train_mfu", "train_mfu_deepspeed", "activation_traffic",
             "sync_link_efficiency", "sync_per_tensor_ms", "sync_inter_node_latency_ms", "ckpt_link_efficiency",
             "ckpt_per_tensor_ms", "step_overhead_s", "response_length_sigma", "response_clip_fraction"]
-BOUNDED = {"decode_hbm_efficiency", "decode_hbm_efficiency_static", "decode_compute_efficiency", "forward_mfu", "train_mfu",
+BOUNDED = {"decode_hbm_efficiency", "decode_hbm_efficiency_static", "decode_compute_efficiency", "forward_mfu", "train_mfu", "train_mfu_deepspeed",
            "sync_link_efficiency", "ckpt_link_efficiency", "response_clip_fraction"}
 
 

@@ -860,8 +860,9 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         par = info.parallel
         # veRL FSDP keeps fp32 params, so its grads reduce in fp32; DeepSpeed/Megatron reduce bf16
         gb = a.params * (4.0 if mk.train_backend in ("fsdp", "fsdp2") else 2.0) if not lora else 0.0
+        eta_b = f.get("train_mfu_deepspeed", eta_t) if mk.train_backend == "deepspeed" else eta_t
         secs, lower, bound = _compute_phase(a, dev, gpus=p.gpus, par=par, tokens=tokens * plan.algorithm.epochs_per_batch,
-                                            seq_sq=seq_sq * plan.algorithm.epochs_per_batch, k=k_train, eta=eta_t,
+                                            seq_sq=seq_sq * plan.algorithm.epochs_per_batch, k=k_train, eta=eta_b,
                                             micro_tokens=micro_tokens, mini_batches=mini_batches,
                                             sharded_gather=sharded, grad_bytes=gb, lora=lora,
                                             act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"],
