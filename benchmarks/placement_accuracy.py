@@ -130,7 +130,19 @@ and DS-Chat miss by 55-90%, so no reading fix would change their votes' sign). T
 training efficiency that differs between the H20/H100 sources and the A100/A800/H800/MI300X ones rather
 than one train_mfu (a new factor: not tried in this round).
 
-Session 14, measured and NOT adopted yet (no time left in the session to source the factor, update the
+Session 15 (2026-12-03), adopted: a second training efficiency, `train_mfu_deepspeed`, read instead of train_mfu for
+the update of a DeepSpeed backend (the DS-Chat and OpenRLHF sources; `timemodel.factor_variant` picks it, so calibrate
+moves the factor the run used). Measured in session 14 on a copy and again with the final code (`--fit --write --cv`,
+about 45 min on 2 cores shared with other jobs): leave-one-source-out 28.8% -> 23.8% (target 25%), 55 -> 66/128 within
+25%, median of per-source medians 26.1%, max 222.5%; in-sample 22.9% -> 22.7%, 70/128, max 223.5%; model_error_log
+0.268 -> 0.260. Held out: one-step-off 71.2% -> 24.3%, NeMo-RL v0.5 58.5% -> 37.2%, OpenRLHF vs DS-Chat 48.2%,
+fully-async 32.5%, weight sync 37.1%, Miles 65.5%. The fit puts train_mfu_deepspeed at 0.172, the lower end of
+train_mfu's published range (veRL #2579's two-node 0.17; no RLHF source publishes a DeepSpeed update's MFU by itself),
+and forward_mfu at 0.259: the DeepSpeed rows still ask for less. That residual is open - it is either a lower DeepSpeed
+efficiency than any published figure or a cost the model does not have (padded batches were checked: OpenRLHF's rows
+train at micro-batch 1, which pads nothing).
+
+Session 14, measured and not adopted then (adopted in session 15, next paragraph; no time left in the session to source the factor, update the
 calibration's free factors and the tests that hold the fitted values, and rerun CI): a second training efficiency,
 `train_mfu_deepspeed`, used instead of train_mfu for the update of a DeepSpeed backend (the DS-Chat and OpenRLHF
 sources; three lines: a table row with train_mfu's range and prior, `eta = f["train_mfu_deepspeed"] if

@@ -43,7 +43,7 @@ from typing import Any, Iterable, Literal
 
 from advisor.errors import AdvisorError
 from advisor.metrics.model import MetricPoint
-from advisor.placement.timemodel import default_factors, factor_ranges, load_table, predict_step
+from advisor.placement.timemodel import default_factors, factor_ranges, factor_variant, load_table, predict_step
 from advisor.plan import Plan
 from advisor.profiles import PhaseCheck, Profile, applied
 
@@ -63,13 +63,6 @@ def _bounds(name: str) -> tuple[float, float]:
         if key in name:
             return b
     return (1e-6, 1e5)
-
-
-def _static(plan: Plan, name: str) -> str:
-    """The static-batch variant of a decode factor when the rollout is HF generate."""
-    if plan.rollout.engine == "hf" and name in ("decode_step_overhead_ms", "decode_hbm_efficiency"):
-        return name + "_static"
-    return name
 
 
 # --------------------------------------------------------------------------- reading timers
@@ -209,10 +202,10 @@ def fit(plan: Plan, meas: dict[str, tuple[float, int]], base: dict[str, float] |
         if g["name"] not in pred0:
             notes.append(f"{g['name']}: measured, but the model has no such phase for this plan; not fitted")
             continue
-        informs[g["name"]] = [k for k in (_static(plan, x) for x in g["factors"]) if k in f and f[k] > 0]
+        informs[g["name"]] = [k for k in (factor_variant(plan, x) for x in g["factors"]) if k in f and f[k] > 0]
     if not informs and step_group is not None:
         # a step timer alone: it informs every phase's factors through the phases it contains
-        keys = sorted({_static(plan, k) for x in tab["groups"] if x["phases"] != ["*"] for k in x["factors"]})
+        keys = sorted({factor_variant(plan, k) for x in tab["groups"] if x["phases"] != ["*"] for k in x["factors"]})
         informs["step"] = [k for k in keys if k in f and f[k] > 0]
     free = sorted({k for ks in informs.values() for k in ks})
     if free:

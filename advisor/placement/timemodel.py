@@ -108,6 +108,19 @@ def default_factors() -> dict[str, float]:
     return out
 
 
+def factor_variant(plan: Plan, name: str) -> str:
+    """The table factor a plan's phase reads for ``name``: one place that picks a setting's own
+    efficiency, so that the prediction and calibrate (which must move the factor the run used)
+    agree. HF generate's padded static batches read the ``_static`` decode factors; a DeepSpeed
+    update reads ``train_mfu_deepspeed`` (ZeRO hooks around HF modeling code, CPU Adam; fitted on
+    the DeepSpeed-Chat and OpenRLHF rows, see the table's rationale)."""
+    if plan.rollout.engine == "hf" and name in ("decode_step_overhead_ms", "decode_hbm_efficiency"):
+        return name + "_static"
+    if plan.memory.train_backend == "deepspeed" and name == "train_mfu":
+        return "train_mfu_deepspeed"
+    return name
+
+
 def factor_ranges() -> dict[str, tuple[float, float]]:
     """Published range of each factor (``range`` in the table): the fit may not leave it."""
     return {k: (float(v["range"][0]), float(v["range"][1])) for k, v in _table()["factors"].items()
@@ -770,7 +783,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
     recompute = mk.recompute == "full"
     lora = mk.lora_rank > 0
     k_train = (4.0 if lora else 6.0) + (2.0 if recompute else 0.0)
-    eta_f, eta_t = f["forward_mfu"], f["train_mfu"]
+    eta_f, eta_t = f["forward_mfu"], f[factor_variant(plan, "train_mfu")]
     # the routed-expert weight reads stream at the HBM efficiency of the paged engines' decode
     # (the memory side of the experts' roofline, expert_roofline)
     eta_hbm = f["decode_hbm_efficiency"]
@@ -799,7 +812,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         phases.append(_Phase("rollout_prefill", rollout_pool.name, g, pf_eff / eta_f, pf, "compute", eta_f,
                              f"{prompts} prompts x {prompt_len:.0f} tokens (prefix shared by n={n})"))
         static = plan.rollout.engine == "hf"
-        eta_bw = f["decode_hbm_efficiency_static"] if static else f["decode_hbm_efficiency"]
+        eta_bw = f[factor_variant(plan, "decode_hbm_efficiency")]
         colocated_rollout = len(rollout_pool.roles) > 1
         kv_gib, kv_tok = rollout_kv_pool(pol_spec, int(pol.params), plan.rollout, mk.rollout_memory_fraction,
                                          dev.hbm_bytes / GIB, d.max_seq_len, pol_rm.quantization)
@@ -808,7 +821,7 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
             max_num_seqs=plan.rollout.max_num_seqs, kv_pool=kv_gib * GIB, kv_tok=kv_tok, eta_bw=eta_bw,
             eta_c=f["decode_compute_efficiency"],
             static_batch=static, streaming=plan.placement.mode == "fully_async",
-            step_overhead_s=1e-3 * (f["decode_step_overhead_ms_static"] if static else f["decode_step_overhead_ms"]))
+            step_overhead_s=1e-3 * f[factor_variant(plan, "decode_step_overhead_ms")])
         phases.append(_Phase("rollout_decode", rollout_pool.name, g, secs, lower, bound, eta_bw,
                              f"{engines} engines x TP{tp_r}, {seqs} sequences, {conc} running per engine, "
                              f"{waves:.1f} waves, mean {dist.mean:.0f} / max {dist.max_len} tokens, "
@@ -860,9 +873,8 @@ def predict_step(plan: Plan, factors: dict[str, float] | None = None,
         par = info.parallel
         # veRL FSDP keeps fp32 params, so its grads reduce in fp32; DeepSpeed/Megatron reduce bf16
         gb = a.params * (4.0 if mk.train_backend in ("fsdp", "fsdp2") else 2.0) if not lora else 0.0
-        eta_b = f.get("train_mfu_deepspeed", eta_t) if mk.train_backend == "deepspeed" else eta_t
         secs, lower, bound = _compute_phase(a, dev, gpus=p.gpus, par=par, tokens=tokens * plan.algorithm.epochs_per_batch,
-                                            seq_sq=seq_sq * plan.algorithm.epochs_per_batch, k=k_train, eta=eta_b,
+                                            seq_sq=seq_sq * plan.algorithm.epochs_per_batch, k=k_train, eta=eta_t,
                                             micro_tokens=micro_tokens, mini_batches=mini_batches,
                                             sharded_gather=sharded, grad_bytes=gb, lora=lora,
                                             act_traffic=f["activation_traffic"], launch_ms=f["launch_overhead_ms"],
