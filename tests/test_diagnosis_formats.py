@@ -109,6 +109,22 @@ def test_wandb_csv_export_drops_min_max_bands() -> None:
                                                  (2, {"reward_mean": 0.2, "kl": 0.002})]
 
 
+def test_csv_pasted_after_comment_lines_and_a_second_table() -> None:
+    """A CSV a user pastes below their own notes (not on the first line), then a second CSV with other columns:
+    both read, each row keeps its step; a sentence with commas is not taken for a header."""
+    text = ("# my GRPO run, exported from the notebook\n"
+            "Reward and KL below, one row per 50 steps.\n"
+            "step,reward,kl\n50,0.10,0.001\n100,0.20,0.002\n"
+            "# entropy, from a second export:\n"
+            "step,entropy,grad_norm\n50,0.9,0.3\n100,0.8,0.2\n")
+    pts = parse_text(text)
+    assert [(p.step, p.values) for p in pts] == [(50, {"reward_mean": 0.10, "kl": 0.001}),
+                                                 (100, {"reward_mean": 0.20, "kl": 0.002}),
+                                                 (50, {"entropy": 0.9, "grad_norm": 0.3}),
+                                                 (100, {"entropy": 0.8, "grad_norm": 0.2})]
+    assert parse_text("Well, the reward, the kl and the entropy all look fine.\n") == []
+
+
 def test_wandb_json_exports() -> None:
     rows = [{"_step": i, "_runtime": 3.0 * i, "train/reward": 0.1 * i, "train/kl": 0.01} for i in range(1, 4)]
     arr = json.dumps(rows)

@@ -2028,6 +2028,37 @@ def _tagged(rows_by_round: dict[str, list], healthy: bool = False) -> list:
     return out
 
 
+# round 29 (batch 30's misses, read after its measurement): the length told climbing or shooting up to an abnormal
+# value; the reasoning told shrinking, fading or short and uninformative; pass@k no better than pass@1 and samples
+# landing on one answer; the scorer's values lost before the trainer's log; the reward's spread told falling; the
+# weight-update path told failing, and a FileNotFoundError on the engine side; a KL spike whose stated peak is below
+# the metric rule's kl_floor is not an explosion (these sentences are written for the class, not copied from a case)
+TOP3_R29 = [
+    ("# the response length climbs up fast after step 400 and hits the cap\n", "response_length_explosion"),
+    ("# output length shoots up to 4000 tokens around step 700\n", "response_length_explosion"),
+    ("# the completion length reached an abnormally high value mid-training\n", "response_length_explosion"),
+    ("# over training the thinking blocks shrink to a single sentence\n", "reward_hacking_shortcut"),
+    ("# the policy writes short, useless reasoning before the answer\n", "reward_hacking_shortcut"),
+    ("# pass@16 equals pass@1 on the hard split after RL\n", "entropy_collapse"),
+    ("# all 8 samples land on the same answer for most prompts\n", "entropy_collapse"),
+    ("# the verifier returned 0.8 for most samples while the trainer logged reward 0.0\n", "reward_function_misconfig"),
+    ("# the reward model returned 0.6, 0.7 etc. while the trainer logged reward=0\n", "reward_function_misconfig"),
+    ("# reward std drops sharply at step 50, long before the reward collapses\n", "zero_variance_groups"),
+    ("# our weight update path had several race conditions under load\n", "vllm_weight_sync_failure"),
+    ("# FileNotFoundError on the rollout server right after the trainer saved step 12\n", "vllm_weight_sync_failure"),
+]
+
+HEALTHY_R29 = [
+    ("# the KL shows a small spike around step 600, reaching ~0.05, then settles\n", "kl_explosion"),
+    ("# the KL went back to 0.02 after the spike\n", "kl_explosion"),
+    ("# the reasoning length shrinks by 30% without hurting accuracy\n", "reward_hacking_shortcut"),
+    ("# pass@8 is well above pass@1 after training\n", "entropy_collapse"),
+    ("# reward std stays around 0.4 throughout training\n", "zero_variance_groups"),
+    ("# the weight sync has no issues in our runs\n", "vllm_weight_sync_failure"),
+    ("# the output length climbs slowly from 300 to 350 tokens\n", "response_length_explosion"),
+]
+
+
 _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "round5": FIRST_R5,
                       "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10,
                       "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
@@ -2042,7 +2073,7 @@ _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "roun
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
                      "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25,
                      "round26": TOP3_R26, "round27": TOP3_R27,
-                     "round28": TOP3_R28})
+                     "round28": TOP3_R28, "round29": TOP3_R29})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
@@ -2051,7 +2082,7 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
                         "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
                         "round25": HEALTHY_R25, "round26": HEALTHY_R26, "round27": HEALTHY_R27,
-                        "round28": HEALTHY_R28}, healthy=True)
+                        "round28": HEALTHY_R28, "round29": HEALTHY_R29}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

@@ -75,6 +75,10 @@ _KV_PAIR = re.compile(r"(?:^|(?<=[\s|,;]))([A-Za-z_][\w/.@\-]*)\s*[:=]\s*(?:np\.
 _VERTICAL_KV = re.compile(r"^([A-Za-z_][\w.@\-]*/[\w/.@\-]*\w):\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|nan|NaN|inf)"
                           r"(?:\s+\(\s*[-+]?\d+(?:\.\d+)?\s*%\s*\))?\s*$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CSV_HEADER = re.compile(r"^[A-Za-z_][\w/.@\-]*(?:,[A-Za-z_][\w/.@\-]*){2,}$")
+"""A CSV header pasted inside other text (after comment lines, between two tables): three or more comma-joined
+metric names without spaces (``step,n,r_outcome,em,f1``); a file that starts with one is read as CSV outright."""
+_CSV_ROW = re.compile(r"^[-+\w.]*(?:,[-+\w.]*){2,}$")
 _WS_HEADER = re.compile(r"^(?:[A-Za-z_][\w/.@\-()]*\s+){1,}[A-Za-z_][\w/.@\-()]*$")
 """A header row of a whitespace-aligned table: names only, each starting with a letter; a unit in parentheses is part
 of a name (ms-swift logs ``memory(GiB)`` and ``train_speed(iter/s)``: swift/trainers/mixin.py, later patcher.py)."""
@@ -447,7 +451,9 @@ class LogReader:
         if "Timing" in t and len(t) < 40:
             self._nemo_section = "timing"
             return
-        if self.format == "csv":
+        if self.format == "csv" or ("," in t and (
+                (_CSV_HEADER.match(t) and any(c in _STEP_COLUMNS or "_" in c or "/" in c for c in t.split(",")))
+                or (self._table_sep == "," and _CSV_ROW.match(t)))):
             self._table_line(t, out, ",")
             return
         if "\ufffd" in t or _CONTROL.search(t):
