@@ -297,7 +297,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (9, 17)
 """The validation batch (``VALIDATION_BATCH``, now 31) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 31 is measured); whoever measures it records the figure
@@ -342,7 +342,9 @@ projects' threads; none dropped), at the round-26 freeze: 9/23 = 39%, joined dev
 runs, 8 threads of the main stacks and the projects next to them, 5 Chinese-language threads, 2 owners' write-ups, 5
 engineering reports and owners' notes; none dropped), at the round-27 freeze: 13/25 = 52%, joined development at round 28; batch 30, five blind collectors (3 crash
 threads, 2 metric threads, 3 healthy runs' reports, 6 owners' run records of three repositories, 7 papers' failed runs;
-none dropped), at the round-28 freeze: 7/21 = 33%, joined development at round 29)."""
+none dropped), at the round-28 freeze: 7/21 = 33%, joined development at round 29; batch 31, five blind collectors (4 crash
+threads, 3 metric threads, 2 healthy runs, 4 Chinese-language threads, 4 papers' failed runs; none dropped), at the
+round-29 freeze: 9/17 = 53%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -371,6 +373,13 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 31 measured once at the round-29 freeze: 9/17 = 53% (goal 90%). Misses, by kind: "
+                   "papers' failed runs told in prose or a table (4: two kernel-generation runs whose reward rose on fallback or "
+                   "non-Triton code, a multi-turn agent's entropy swinging while the reward stays flat, a logic-puzzle run skipping "
+                   "its reasoning to guess answers); crash logs with no finding (2: a request longer than the engine's context, an "
+                   "NCCL system error in a non-colocated weight refit); a Chinese-language thread (1: DPO from merged LoRA weights "
+                   "repeating itself); a healthy run (1: late grad-norm and KL swings the maintainer calls fine, given kl_explosion "
+                   "as an error)")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
