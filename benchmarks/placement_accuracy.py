@@ -132,7 +132,7 @@ than one train_mfu (a new factor: not tried in this round).
 
 Session 15 (2026-12-03), adopted: a second training efficiency, `train_mfu_deepspeed`, read instead of train_mfu for
 the update of a DeepSpeed backend (the DS-Chat and OpenRLHF sources; `timemodel.factor_variant` picks it, so calibrate
-moves the factor the run used). Measured in session 14 on a copy and again with the final code (`--fit --write --cv`,
+moves the factor the run used). Measured in session 14 on a copy (next paragraph) and again with the final code (`--fit --write --cv`,
 about 45 min on 2 cores shared with other jobs): leave-one-source-out 28.8% -> 23.8% (target 25%), 55 -> 66/128 within
 25%, median of per-source medians 26.1%, max 222.5%; in-sample 22.9% -> 22.7%, 70/128, max 223.5%; model_error_log
 0.268 -> 0.260. Held out: one-step-off 71.2% -> 24.3%, NeMo-RL v0.5 58.5% -> 37.2%, OpenRLHF vs DS-Chat 48.2%,
@@ -142,19 +142,8 @@ and forward_mfu at 0.259: the DeepSpeed rows still ask for less. That residual i
 efficiency than any published figure or a cost the model does not have (padded batches were checked: OpenRLHF's rows
 train at micro-batch 1, which pads nothing).
 
-Session 14, measured and not adopted then (adopted in session 15, next paragraph; no time left in the session to source the factor, update the
-calibration's free factors and the tests that hold the fitted values, and rerun CI): a second training efficiency,
-`train_mfu_deepspeed`, used instead of train_mfu for the update of a DeepSpeed backend (the DS-Chat and OpenRLHF
-sources; three lines: a table row with train_mfu's range and prior, `eta = f["train_mfu_deepspeed"] if
-mk.train_backend == "deepspeed" else eta_t` in timemodel's train phase, the key in FIT_KEYS and BOUNDED). Command:
-`placement_accuracy.py --fit --cv` on a worktree with that change (about 25 min beside a CI run). Leave-one-source-
-out 23.8% (target 25% met on this measurement), 66/128 within 25%, median of per-source medians 26.1%, max 222.5%;
-in-sample 22.7%, 70/128, max 223.5%. Held out: one-step-off 24.3% (71.2% now), NeMo-RL v0.5 37.2% (58.5%),
-OpenRLHF vs DS-Chat 48.2%, fully-async 32.5%, weight sync 37.1%, Miles 65.5%. The fit puts train_mfu_deepspeed
-at 0.172, the lower end of the published range (veRL #2579's two-node 0.17), and forward_mfu at 0.259: the
-DeepSpeed rows want a still lower update efficiency, so before adopting it needs a published DeepSpeed ZeRO-3 /
-CPU-Adam training MFU for its range (or the missing cost found), and test_calibrate's OpenRLHF transfer checks
-rerun (calibration frees train_mfu, which would no longer move a DeepSpeed update).
+Session 14 measured the same change on a copy (`--fit --cv`, the same figures) and left it unadopted for want of a
+source for its range and of the calibration and test updates that session 15 made (paragraph above).
 """
 
 from __future__ import annotations

@@ -113,6 +113,12 @@ _STEP_COLUMNS = ("step", "Step", "_step", "global_step", "train/global_step", "t
                  "iter", "current_steps")
 
 
+def _metric_header(names: Iterable[str]) -> bool:
+    """A CSV header names metrics, not words: a step column or a name with ``_`` or ``/`` in it (the W&B and
+    framework key spellings). One test for a file that starts with a CSV and for one pasted inside text."""
+    return any(n in _STEP_COLUMNS or "/" in n or "_" in n for n in names)
+
+
 def _column_name(cell: str) -> str:
     """A table header cell as a metric key: W&B chart exports name columns ``<run> - <metric>``
     and add ``__MIN``/``__MAX`` band columns (dropped: ``""``)."""
@@ -452,7 +458,7 @@ class LogReader:
             self._nemo_section = "timing"
             return
         if self.format == "csv" or ("," in t and (
-                (_CSV_HEADER.match(t) and any(c in _STEP_COLUMNS or "_" in c or "/" in c for c in t.split(",")))
+                (_CSV_HEADER.match(t) and _metric_header(t.split(",")))
                 or (self._table_sep == "," and _CSV_ROW.match(t)))):
             self._table_line(t, out, ",")
             return
@@ -755,7 +761,7 @@ def detect_format(head: str | Iterable[str]) -> str:
         head = [_column_name(c).lower() for c in next(csv.reader([lines[0]]))]
         row = next(csv.reader([lines[1]]))
         if len(row) == len(head) and sum(parse_number(c) is not None for c in row if c) >= max(1, sum(map(bool, row)) // 2) \
-                and any(h in _STEP_COLUMNS or "/" in h or "_" in h for h in head):
+                and _metric_header(head):
             return "csv"
     counts = dict.fromkeys(FORMATS, 0)
     for raw_line in text.splitlines()[:400]:
