@@ -44,8 +44,15 @@ from advisor.placement.timemodel import Infeasible, default_factors  # noqa: E40
 
 
 def _group_of_metric(metric: str) -> str | None:
-    """The calibration timer group a published row's metric measures (calibration.group_of_metric)."""
-    return calibration.group_of_metric(metric)
+    """The calibration timer group a published row's metric measures."""
+    if metric in ("step_s", "epoch_s"):
+        return "step"
+    if metric.startswith("phase:"):
+        want = sorted(metric.split(":", 1)[1].split(","))
+        for g in calibration.table()["groups"]:
+            if sorted(g["phases"]) == want:
+                return g["name"]
+    return None
 
 
 def runs_of(cases: list[TimeCase]) -> dict[tuple[str, str], list[list[TimeCase]]]:
@@ -142,11 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="keep each factor inside its published range (the table's ranges_as_hard_bounds)")
     ap.add_argument("--model-error-log", type=float,
                     help="override the calibration table's model_error_log, the log error each timer is allowed "
-                         "(towards 0 the run's timers decide alone inside the published ranges); every timer group "
-                         "then takes this one value (model_error_log_by_group is dropped)")
-    ap.add_argument("--global-model-error", action="store_true",
-                    help="weigh every timer group with the one model_error_log, leaving out the table's "
-                         "model_error_log_by_group (the comparison that decided whether to adopt it)")
+                         "(towards 0 the run's timers decide alone inside the published ranges)")
     args = ap.parse_args(argv)
     if not pa.DEV.is_file():
         print(f"no cases file at {pa.DEV}", file=sys.stderr)
@@ -160,12 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     cache: dict[str, dict[str, float]] = {}
     if args.loso and args.loso_cache and args.loso_cache.is_file():
         cache = json.loads(args.loso_cache.read_text())
-    if args.model_error_log is not None or args.hard_bounds or args.global_model_error:
+    if args.model_error_log is not None or args.hard_bounds:
         tab = calibration.table()
         if args.model_error_log is not None:
             tab["model_error_log"] = args.model_error_log
-        if args.model_error_log is not None or args.global_model_error:
-            tab.pop("model_error_log_by_group", None)
         tab["ranges_as_hard_bounds"] = tab.get("ranges_as_hard_bounds") or args.hard_bounds
         calibration.table = lambda: tab  # type: ignore[assignment]
 
@@ -181,8 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     recs = transfer(groups, base_of)
     print(f"calibrated on one run, predicting the other runs of the same source and GPU type "
           f"({'base: fitted without the source' if args.loso else 'base: the published fit'}; model_error_log "
-          f"{calibration.table()['model_error_log']}, per timer group "
-          f"{calibration.table().get('model_error_log_by_group') or 'none'}, ranges as hard bounds: "
+          f"{calibration.table()['model_error_log']}, ranges as hard bounds: "
           f"{bool(calibration.table().get('ranges_as_hard_bounds'))}); "
           f"{len(groups)} source x GPU groups, {sum(len(v) for v in groups.values())} runs\n")
     print(report(recs))

@@ -323,19 +323,6 @@ def write_factors(factors: dict[str, float], rows: list[dict[str, Any]], held: l
     DATA.write_text(text)
 
 
-def _robust_sd(groups: dict[Any, list[float]]) -> tuple[float, int, int]:
-    """(robust SD (1.4826 x median absolute deviation) of each group's values around the group's
-    median, over the groups of two or more values; those groups; their values)."""
-    dev: list[float] = []
-    n = 0
-    for logs in groups.values():
-        if len(logs) >= 2:
-            med = statistics.median(logs)
-            dev += [abs(x - med) for x in logs]
-            n += 1
-    return (1.4826 * statistics.median(dev) if dev else float("nan")), n, len(dev)
-
-
 def model_error(cases: list[TimeCase], rows: list[dict[str, Any]]) -> tuple[float, int, int]:
     """``model_error_log`` of time_model.yaml's calibration table: how far the model is off between
     two settings on ONE cluster, which no calibration can transfer. The rows are grouped by source
@@ -347,56 +334,23 @@ def model_error(cases: list[TimeCase], rows: list[dict[str, Any]]) -> tuple[floa
     for c, r in zip(cases, rows):
         if r["scored"] and c.plan is not None:
             groups.setdefault((c.case, c.plan.hardware.gpu), []).append(math.log(r["predicted"] / r["published"]))
-    return _robust_sd(groups)
+    dev: list[float] = []
+    n = 0
+    for logs in groups.values():
+        if len(logs) >= 2:
+            med = statistics.median(logs)
+            dev += [abs(x - med) for x in logs]
+            n += 1
+    return (1.4826 * statistics.median(dev) if dev else float("nan")), n, len(dev)
 
 
-MIN_GROUP_ROWS, MIN_GROUP_CLUSTERS = 6, 2
-"""A timer group gets its own model error only from at least this many rows in at least this many
-source x GPU groups; with fewer its timers are weighed with the one ``model_error_log``."""
-
-
-def model_error_by_group(cases: list[TimeCase], rows: list[dict[str, Any]]) -> dict[str, tuple[float, int, int]]:
-    """``model_error`` per calibration timer group: the rows whose metric measures that group
-    (step_s/epoch_s: the step; phase:...: the group of those phases; calibration.group_of_metric),
-    grouped by source and GPU type, around each such group's median. The model's setting-to-setting
-    error need not be the same for every phase (a forward pass may transfer better than the whole
-    step). Returns group -> (value, source x GPU groups, rows), every group the rows measure, also
-    those too thin to use (``MIN_GROUP_ROWS``/``MIN_GROUP_CLUSTERS``: the caller decides)."""
-    from advisor.placement.calibration import group_of_metric
-
-    by: dict[str, dict[tuple[str, str], list[float]]] = {}
-    for c, r in zip(cases, rows):
-        g = group_of_metric(c.metric)
-        if r["scored"] and c.plan is not None and g is not None:
-            by.setdefault(g, {}).setdefault((c.case, c.plan.hardware.gpu), []).append(
-                math.log(r["predicted"] / r["published"]))
-    return {g: _robust_sd(v) for g, v in sorted(by.items())}
-
-
-def usable_by_group(per_group: dict[str, tuple[float, int, int]]) -> dict[str, float]:
-    """The groups with enough rows for their own model error (3 significant digits, as written)."""
-    return {g: float(f"{v:.3g}") for g, (v, n, nr) in per_group.items()
-            if nr >= MIN_GROUP_ROWS and n >= MIN_GROUP_CLUSTERS}
-
-
-def write_model_error(value: float, groups: int, nrows: int,
-                      per_group: dict[str, tuple[float, int, int]] | None = None) -> None:
+def write_model_error(value: float, groups: int, nrows: int) -> None:
     text = DATA.read_text()
     text, k = re.subn(r"(\n  model_error_log: )[0-9.eE+-]+", rf"\g<1>{value:.3g}", text)
     if not k:
         raise SystemExit("model_error_log not found in the calibration table")
     text = re.sub(r'(\n  model_error_rows: ")[^"]*"',
                   rf'\g<1>{groups} groups, {nrows} rows, {time.strftime("%Y-%m-%d")}"', text)
-    if per_group is not None:
-        use = usable_by_group(per_group)
-        block = ("  model_error_log_by_group: {" + ", ".join(f"{g}: {v}" for g, v in use.items()) + "}\n"
-                 '  model_error_by_group_rows: "' + "; ".join(
-                     f"{g} {v:.3f} on {nr} rows in {n} source x GPU groups"
-                     + ("" if g in use else " (too few: model_error_log)") for g, (v, n, nr) in per_group.items())
-                 + f', {time.strftime("%Y-%m-%d")}"\n')
-        text = re.sub(r"\n  model_error_log_by_group: [^\n]*\n  model_error_by_group_rows: [^\n]*\n", "\n", text)
-        m = re.search(r"\n  model_error_rows: [^\n]*\n", text)
-        text = text[: m.end()] + block + text[m.end():]
     DATA.write_text(text)
 
 
@@ -505,16 +459,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.model_error:
         me, ng, nr = model_error(cases, rows)
         print(f"\nmodel_error_log (robust SD of log(predicted/published) around each source x GPU group's median): "
-              f"{me:.3f} over {ng} groups, {nr} rows; per timer group (model_error_log_by_group):")
-        per_group = model_error_by_group(cases, rows)
-        use = usable_by_group(per_group)
-        for g, (v, n, r) in per_group.items():
-            print(f"  {g:<14} {v:.3f} over {n} groups, {r} rows"
-                  + ("" if g in use else f"  (fewer than {MIN_GROUP_ROWS} rows in {MIN_GROUP_CLUSTERS}+ groups: "
-                                         "model_error_log)"))
+              f"{me:.3f} over {ng} groups, {nr} rows")
         if args.write:
-            write_model_error(me, ng, nr, per_group)
-            print(f"wrote model_error_log and model_error_log_by_group to {DATA.relative_to(REPO)}")
+            write_model_error(me, ng, nr)
+            print(f"wrote model_error_log to {DATA.relative_to(REPO)}")
     held: list[float] = []
     if args.cv:
         text, held = cross_validate(cases, prior_start())

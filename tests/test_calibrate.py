@@ -108,7 +108,7 @@ def test_fit_recovers_a_cluster_slower_than_the_published_fit(monkeypatch: pytes
     from advisor.placement import calibration
 
     tab = calibration.table()
-    monkeypatch.setattr(calibration, "table", lambda: {**tab, "model_error_log": 1e-4, "model_error_log_by_group": {}})
+    monkeypatch.setattr(calibration, "table", lambda: {**tab, "model_error_log": 1e-4})
     plan = _plan()
     SLOW = _slow()
     want, pts = _synthetic(plan, {**default_factors(), **SLOW})
@@ -140,32 +140,6 @@ def test_fit_moves_towards_the_run_only_as_far_as_the_run_is_evidence() -> None:
     assert "sync_link_efficiency" not in f and "response_length_sigma" not in f
 
 
-def test_each_timer_group_is_weighed_with_its_own_model_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``model_error_log_by_group``: a group with its own (small) model error decides its factors,
-    one without it keeps the one ``model_error_log``. Here old_log_prob and ref (forward_mfu) are
-    taken as nearly exact and met, while update_actor, weighed with the table's value, moves
-    towards the run only part of the way; the same run weighed with one value for all leaves the
-    log-prob phases several times further off (measured: -4.5%)."""
-    from advisor.placement import calibration
-
-    tab = calibration.table()
-    plan = _plan()
-    pub = default_factors()
-    SLOW = _slow()
-    _, pts = _synthetic(plan, {**pub, **SLOW})
-
-    def run(by_group: dict[str, float]) -> dict[str, float]:
-        monkeypatch.setattr(calibration, "table", lambda: {**tab, "model_error_log": 0.26,
-                                                           "model_error_log_by_group": by_group})
-        return {c.phase: c.error_after for c in calibrate_points(plan, pts, "slow", "synthetic").checks}
-
-    one = run({})
-    per = run({"old_log_prob": 1e-4, "ref": 1e-4})
-    assert abs(per["old_log_prob"]) < 0.01 and abs(per["ref"]) < 0.01, per
-    assert abs(one["old_log_prob"]) > 5 * abs(per["old_log_prob"]), (one, per)
-    assert abs(per["update_actor"]) > 0.05, per
-
-
 def test_published_range_as_hard_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """With ``ranges_as_hard_bounds`` (measured by benchmarks/calibration_transfer.py --hard-bounds,
     not the default), a run that needs a factor outside its published range for a data-centre GPU
@@ -175,8 +149,7 @@ def test_published_range_as_hard_bound(monkeypatch: pytest.MonkeyPatch) -> None:
 
     tab = calibration.table()
     monkeypatch.setattr(calibration, "table",
-                        lambda: {**tab, "model_error_log": 1e-4, "model_error_log_by_group": {},
-                                 "ranges_as_hard_bounds": True})
+                        lambda: {**tab, "model_error_log": 1e-4, "ranges_as_hard_bounds": True})
     plan = _plan()
     pub = default_factors()
     lo, _ = factor_ranges()["forward_mfu"]
@@ -208,14 +181,6 @@ def test_model_error_is_the_one_measured_on_the_published_rows() -> None:
     got = calibration_table()["model_error_log"]
     assert abs(got - value) <= 0.03, (f"model_error_log {got} in time_model.yaml, {value:.3f} on the rows now: "
                                       "run python benchmarks/placement_accuracy.py --model-error --write")
-    # per timer group (model_error_log_by_group): the groups with enough rows, each within the same
-    # tolerance of its value on the rows now; a group too thin for its own value has none
-    want = pa.usable_by_group(pa.model_error_by_group(cases, pa.evaluate(cases, default_factors())))
-    by_group = calibration_table().get("model_error_log_by_group") or {}
-    assert set(by_group) == set(want), (by_group, want)
-    for g, v in want.items():
-        assert abs(by_group[g] - v) <= 0.03, (g, by_group[g], v, "run python benchmarks/placement_accuracy.py "
-                                                                 "--model-error --write")
 
 
 def test_memory_allocator_term_from_reserved_minus_allocated() -> None:

@@ -10,9 +10,7 @@ run's Plan, and fits the factors to the measurement:
   with bounds). Each factor's prior is its published value, with its published range (for
   data-centre GPUs) read as a 95% interval; on a CPU the ranges do not apply and are widened
   tenfold (``off_gpu_prior_widening``). Each timer's log error weighs 1/model_error_log^2: the
-  model's own error between two settings on one cluster (what no calibration can transfer), per
-  timer group where the published rows measure that group's own (``model_error_log_by_group``:
-  gen and ref have too few rows and keep the one value; ``model_error_of``). A
+  model's own error between two settings on one cluster (what no calibration can transfer). A
   timer moves the factors it informs in proportion to their sensitivity and prior width, so a
   generation timer that three factors explain about equally moves each a little instead of
   pushing one far out (which the next setting, with other sensitivities, would pay in full), and
@@ -158,34 +156,11 @@ def _prior_sd(plan: Plan, key: str) -> float | None:
     return sd * float(table()["off_gpu_prior_widening"]) if plan.hardware.gpu.strip().lower() == "cpu" else sd
 
 
-def model_error_of(group: str) -> float:
-    """The log error a timer group's residual is weighed with: the group's own setting-to-setting
-    error where the published rows measure it (the table's ``model_error_log_by_group``, written by
-    benchmarks/placement_accuracy.py --model-error --write), else the one ``model_error_log``. A
-    phase the model transfers well between settings then decides more of the fit than one it
-    transfers badly."""
-    tab = table()
-    return float((tab.get("model_error_log_by_group") or {}).get(group, tab["model_error_log"]))
-
-
-def group_of_metric(metric: str) -> str | None:
-    """The timer group a published row's metric measures (``step_s``/``epoch_s``: the step;
-    ``phase:a,b``: the group whose phases are exactly a and b); None for any other metric."""
-    if metric in ("step_s", "epoch_s"):
-        return "step"
-    if metric.startswith("phase:"):
-        want = sorted(metric.split(":", 1)[1].split(","))
-        for g in table()["groups"]:
-            if sorted(g["phases"]) == want:
-                return g["name"]
-    return None
-
-
-def _map(plan: Plan, f0: dict[str, float], free: list[str], targets: dict[str, float],
-         sigma: dict[str, float]) -> dict[str, float]:
-    """Maximum a posteriori log-factors: sum over timers of ((log predicted - log measured) /
-    sigma[timer])^2 plus, per factor, ((log f - log published) / prior SD)^2, each factor inside its
-    bounds (``_box``); scipy's trust-region reflective solver handles the bounds."""
+def _map(plan: Plan, f0: dict[str, float], free: list[str], targets: dict[str, float], sigma: float,
+         ) -> dict[str, float]:
+    """Maximum a posteriori log-factors: sum over timers of ((log predicted - log measured) / sigma)^2
+    plus, per factor, ((log f - log published) / prior SD)^2, each factor inside its bounds
+    (``_box``); scipy's trust-region reflective solver handles the bounds."""
     import numpy as np
     from scipy.optimize import least_squares
 
@@ -199,11 +174,10 @@ def _map(plan: Plan, f0: dict[str, float], free: list[str], targets: dict[str, f
     sc = np.array([sd or 1.0 for sd in sds])
     groups = sorted(targets)
     logt = np.log([targets[g] for g in groups])
-    sig = np.array([sigma[g] for g in groups])
 
     def resid(th: Any) -> Any:
         p = predicted(plan, {**f0, **{k: math.exp(v) for k, v in zip(free, th)}})
-        r = (np.log([max(p.get(g, 0.0), 1e-12) for g in groups]) - logt) / sig
+        r = (np.log([max(p.get(g, 0.0), 1e-12) for g in groups]) - logt) / sigma
         return np.concatenate([r, w * (th - th0)])
 
     sol = least_squares(resid, start, bounds=(lo, hi), method="trf", diff_step=1e-3, x_scale=sc,
@@ -218,6 +192,7 @@ def fit(plan: Plan, meas: dict[str, tuple[float, int]], base: dict[str, float] |
     f = dict(base or default_factors())
     start = dict(f)
     notes: list[str] = []
+    sigma = float(tab["model_error_log"])
     groups = [g for g in tab["groups"] if g["name"] in meas and g["factors"]]
     phase_groups = [g for g in groups if g["phases"] != ["*"]]
     step_group = next((g for g in groups if g["phases"] == ["*"]), None)
@@ -234,7 +209,7 @@ def fit(plan: Plan, meas: dict[str, tuple[float, int]], base: dict[str, float] |
         informs["step"] = [k for k in keys if k in f and f[k] > 0]
     free = sorted({k for ks in informs.values() for k in ks})
     if free:
-        f = _map(plan, f, free, {g: meas[g][0] for g in informs}, {g: model_error_of(g) for g in informs})
+        f = _map(plan, f, free, {g: meas[g][0] for g in informs}, sigma)
     if step_group is not None and "step" not in informs:
         # the whole step: step_overhead_s takes what the fitted phases leave unexplained
         key = step_group["factors"][0]
@@ -245,7 +220,7 @@ def fit(plan: Plan, meas: dict[str, tuple[float, int]], base: dict[str, float] |
             val = max(gap, 0.0)
         else:
             # weighed (in seconds) against its published range like every other factor
-            v_p, v_m = ((hi - lo) / 4) ** 2, (model_error_of("step") * target) ** 2
+            v_p, v_m = ((hi - lo) / 4) ** 2, (sigma * target) ** 2
             val = max((f[key] / v_p + gap / v_m) / (1 / v_p + 1 / v_m), 0.0)
             if table().get("ranges_as_hard_bounds"):
                 val = min(max(val, lo), hi)
