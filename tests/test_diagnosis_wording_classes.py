@@ -2059,13 +2059,61 @@ HEALTHY_R29 = [
 ]
 
 
+# round 30 (batch 31's misses, read after its measurement): the Chinese of a model repeating itself; a listed
+# behaviour of skipping the reasoning to answer directly, and answers guessed without reasoning; a generated kernel
+# with an empty body; the entropy told swinging severely; vLLM's OpenAI-server prompt validation frames; an NCCL error
+# in a NeMo-RL run with generation on its own GPUs; evaluations told unharmed temper a spike told in words (these
+# sentences are written for the class, not copied from a case)
+FIRST_R30 = [
+    ('(AsyncWorker pid=77) ERROR 03-01 10:02:11 [serving_chat.py:250]   File "/venv/lib/python3.12/site-packages/vllm/'
+     'entrypoints/openai/serving_engine.py", line 990, in _normalize_prompt_text_to_input\n', "sequence_length_exceeds_model"),
+    ('  File "/usr/lib/python3/site-packages/vllm/entrypoints/openai/serving_engine.py", line 700, in _validate_input\n',
+     "sequence_length_exceeds_model"),
+    ("uv run examples/run_grpo_math.py policy.generation.colocated.enabled=false cluster.gpus_per_node=8\n"
+     "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error\n",
+     "vllm_weight_sync_failure"),
+]
+
+TOP3_R30 = [
+    ("# 训练后模型总是自我重复，回答里同一句话出现很多遍\n", "degenerate_repetition"),
+    ("# DPO 之后模型一直在重复开头那句话\n", "degenerate_repetition"),
+    ("# observed in early runs: skipping the reasoning step and directly outputting the final answer\n",
+     "reward_hacking_shortcut"),
+    ("# the policy keeps guessing the answer without any reasoning after step 80\n", "reward_hacking_shortcut"),
+    ("# during RL most generated kernels had an empty body while the module still called torch ops; reward kept rising\n",
+     "reward_hacking_shortcut"),
+    ("# GRPO for CUDA code: the policy learned to emit a no-op kernel and the tests still passed\n",
+     "reward_hacking_shortcut"),
+    ("# the baseline shows large entropy oscillations and the return never improves\n", "entropy_explosion"),
+    ("# policy entropy fluctuates wildly from step 30 on while success stays flat\n", "entropy_explosion"),
+]
+
+HEALTHY_R30 = [
+    ("# the KL spikes around step 2000, but evals on the standard benchmarks don't show any degradation\n", None),
+    ("# grad norm spikes at 1.5k steps; no drop in the validation accuracy so far\n", None),
+    ("# entropy falls from 1.2 to 0.3 without large oscillations\n", "entropy_explosion"),
+    ("# we skip the warm-up step and directly start training\n", "reward_hacking_shortcut"),
+    ("# the kernel body is compiled once and cached\n", "reward_hacking_shortcut"),
+    ("# 我们重复了三次实验，结果一致\n", "degenerate_repetition"),
+]
+
+
+def test_evaluations_told_unharmed_temper_a_spike_told_in_words() -> None:
+    """Round 30: a KL spike told in words is an error; the same sentence beside evaluations told unharmed is a
+    warning (still named), and the evaluations' sentence alone is no finding of a problem."""
+    spike = "# KL and grad norm spike hard after step 2300 and stay noisy\n"
+    assert "kl_explosion" in _errors(spike)
+    both = spike + "# The evaluations across the benchmarks don't seem to show any degradation.\n"
+    assert not _errors(both) and "kl_explosion" in _cats(both)
+    assert not _errors("# eval metrics are still going up\n")
+
 _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "round5": FIRST_R5,
                       "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10,
                       "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
                       "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20,
                       "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23, "round24": FIRST_R24,
-                      "round27": FIRST_R27, "round28": FIRST_R28})
+                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
@@ -2073,7 +2121,7 @@ _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "roun
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
                      "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25,
                      "round26": TOP3_R26, "round27": TOP3_R27,
-                     "round28": TOP3_R28, "round29": TOP3_R29})
+                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
@@ -2082,7 +2130,7 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
                         "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
                         "round25": HEALTHY_R25, "round26": HEALTHY_R26, "round27": HEALTHY_R27,
-                        "round28": HEALTHY_R28, "round29": HEALTHY_R29}, healthy=True)
+                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

@@ -439,10 +439,16 @@ class DiagnosisSession:
                     confidence=hit.confidence if hit.confidence is not None else _metric_confidence(hit, self.store)))
         sig_hits = self.scanner.hits()
         suppressed = self.scanner.suppressed_categories(sig_hits)
+        tempered = self.scanner.tempered_categories(sig_hits)
         for hit in sig_hits:
             if hit.category in suppressed and hit.prose_only:
                 continue
-            findings.append(self._finding_from_signature(hit, framework, tax))
+            finding = self._finding_from_signature(hit, framework, tax)
+            if hit.category in tempered and hit.row.get("scope") == "prose" and finding.severity == "error":
+                finding.severity = "warning"  # told in words beside evidence that the harm is absent
+                finding.likely_cause = ("The input also says the evaluations are unharmed; check the held-out "
+                                        f"metrics before acting. {finding.likely_cause}")
+            findings.append(finding)
         findings = _merge(findings)
         for f in findings:
             f.score = _score(f, tax)

@@ -606,12 +606,20 @@ class SignatureScanner:
         return out
 
     def suppressed_categories(self, fired: list[SigHit]) -> set[str]:
+        return self._fired_lists(fired, "suppresses")
+
+    def tempered_categories(self, fired: list[SigHit]) -> set[str]:
+        """Categories whose errors from descriptions (prose-scope signatures) are told as warnings (``tempers`` of a signature that fired):
+        the input says the harm they name is absent (round 30: evaluations told unharmed)."""
+        return self._fired_lists(fired, "tempers")
+
+    def _fired_lists(self, fired: list[SigHit], key: str) -> set[str]:
         by_id = {s.id: s for s in self._sigs}
         out: set[str] = set()
         for hit in fired:
             sig = by_id.get(hit.id)
             if sig is not None:
-                out.update(sig.suppresses)
+                out.update(sig.row.get(key, ()))
         return out
 
     def _oom_hits(self) -> list[SigHit]:
