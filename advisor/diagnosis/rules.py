@@ -345,6 +345,9 @@ def check_truncation(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | Non
     hits: list[RuleHit] = []
     seen = False
     clip = ctx.values("response_clip_ratio")
+    mx = ctx.values("response_length_max")
+    if clip and ctx.max_response_length and mx and max(mx) < ctx.max_response_length:
+        clip = []  # round 31: no response reached the configured cap, so the ratio is not truncation (clip_ratio_artifact)
     if clip:
         seen = True
         _, recent = levels(clip)
