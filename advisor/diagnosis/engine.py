@@ -418,7 +418,8 @@ class DiagnosisSession:
         self._finished = True
         framework = self._framework()
         ctx = RuleContext(self.store, framework=framework,
-                          max_response_length=_plan_attr(self.plan, "data", "max_response_length") or self._text_cap,
+                          max_response_length=_plan_attr(self.plan, "data", "max_response_length"),
+                          stated_max_response_length=self._text_cap,
                           on_policy=_on_policy(self.plan), samples=self.samples)
         findings: list[Finding] = []
         checks: list[Check] = []
@@ -537,7 +538,7 @@ def _metric_confidence(hit, store: SeriesStore) -> float:
 
 # round 31: the response cap as a pasted launch command or config states it (veRL's Hydra override
 # ``data.max_response_length=4096`` or a YAML ``max_response_length: 4096``), read from the lines read in full when no
-# Plan is given: the clip-ratio checks compare response_length/max with it (diagnosis_rules.yaml verl_clip_ratio_artifact)
+# Plan is given: only the clip-ratio checks compare response_length/max with it (diagnosis_rules.yaml verl_clip_ratio_artifact)
 _TEXT_CAP = re.compile(r"\bmax_response_length\s*[=:]\s*(\d{2,7})\b")
 
 
