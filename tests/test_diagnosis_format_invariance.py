@@ -69,6 +69,16 @@ def test_metric_case_same_diagnosis_in_every_format(case: dict, variants: dict) 
 
 
 KNOWN_FORMAT_GAPS: dict[str, str] = {
+    "hfmodel-laion-a3rl-skyrl-unitsyn-reward-floor-entropy-zero": (
+        "batch 17: rewritten as a W&B chart CSV the similar-known-cases guess adds 'healthy' beside the entropy_collapse "
+        "every format gives, once batch 32's healthy notebooks joined the index (round 31's rebuild); no error either way"),
+    "unsloth-nb-gptoss-20b-grpo-t4-12h44-for-100-steps-slow-generation-expected": (
+        "batch 32 (joined development at round 31; healthy_false_alarm): rewritten as key-value, tqdm or NeMo-RL console "
+        "records the clipped ratio (1.0 on many steps) is read as response_truncation, which the original's pasted table "
+        "does not give; the maintainers' note covers only the slow T4 generation; not fixed at round 31"),
+    "unsloth-nb-qwen25-3b-grpo-gsm8k-loss-zero-reward-flat-first-100-steps": (
+        "batch 32 (joined development at round 31; healthy_false_alarm): rewritten as NeMo-RL console records the flat "
+        "first 100 steps add a zero_variance_groups warning the original's table does not give; no error either way"),
     "cotsftmath-exp5-trl-grpo-qwen25coder-15b-loss-oscillates-kl-spike-step600-normal": (
         "batch 30 (joined development at round 29; healthy): the original's entropy_collapse warning comes from its "
         "sentence 'Entropy drops rapidly from 0.43 to 0.25' (a prose signature); rewritten, only the two entropy values "
@@ -116,6 +126,21 @@ def test_metric_case_same_diagnosis_deep_in_a_long_prefixed_log(case: dict, vari
 
 
 KNOWN_DEEP_GAPS: dict[str, str] = {
+    "openclawverl-jiuwenclaw-async-grpo-lora-score-drop-tool-use-collapse": (
+        "batch 32 (a documented development miss): the original's only finding, nccl_timeout, is a prose signature "
+        "reading the owner's sentence on agent timeouts in the lines read in full; deep in a long log that line is a "
+        "plain log line, which prose signatures do not read by design"),
+    "siirl-quickstart-grpo-qwen05b-gsm8k-expected-log-clip-ratio-061": (
+        "batch 32 (joined development at round 31; healthy_false_alarm): the original reads data.max_response_length=4096 "
+        "from its '#' setting line in the lines read in full, so a clip ratio whose responses never reach that cap is "
+        "the metric caveat, not truncation; deep in a long log that line is past the lines read in full and the clip "
+        "ratio is read as response_truncation again"),
+    "unsloth-nb-gptoss-20b-grpo-t4-12h44-for-100-steps-slow-generation-expected": (
+        "batch 32: as in KNOWN_FORMAT_GAPS, the rewritten records' clipped ratio is read as response_truncation"),
+    "unsloth-nb-qwen25-3b-grpo-gsm8k-loss-zero-reward-flat-first-100-steps": (
+        "batch 32 (healthy_false_alarm): the original's finding comes from its sentences and table in the lines read in "
+        "full; deep in a long log they are plain log lines and records, which give no finding (and a NeMo-RL console "
+        "rewrite a zero_variance_groups warning); no error either way"),
     "gpt2048-findings-gptoss-ellipsis-strategy-free-reward-zero-std": (
         "batch 30 (joined development at round 29; a miss either way): the original's two TRL dicts, read in full, give "
         "the zero-variance and truncation readings; deep in a long log the same two records are below those rules' point "

@@ -2107,13 +2107,66 @@ def test_evaluations_told_unharmed_temper_a_spike_told_in_words() -> None:
     assert not _errors(both) and "kl_explosion" in _cats(both)
     assert not _errors("# eval metrics are still going up\n")
 
+# round 31 (batch 32's misses, read after its measurement): an engine hanging inside its weight-update call and a
+# weight broadcast deadlocking a run; Ray's ActorUnavailableError beside a crashed worker; frac_reward_zero_std at 1
+# on most steps; a zero gradient norm for every update with the loss unchanged; a format score rising while the
+# accuracy is destroyed, and a score reached through verbosity; an agent that stopped acting; a log-prob diff that
+# should be 0 and is not; NaN as a verb; rollouts turning to gibberish within a few optimizer steps; Unsloth's failed
+# TRL patch; a completion ending in special tokens against an end-anchored format regex; "no-OOM" as a negation; the
+# response cap read from a pasted override for the clip-ratio check (these sentences are written for the class)
+FIRST_R31 = [
+    ("(RayWorker pid=12) Unsloth: Warning - regex did not match, VLLMGeneration.sync_weights patch may have failed\n",
+     "vllm_weight_sync_failure"),
+    ("ray.exceptions.ActorUnavailableError: The actor is temporarily unavailable: Socket closed (the worker crashed "
+     "with SIGSEGV)\n", "ray_actor_death"),
+]
+
+TOP3_R31 = [
+    ("# the vllm server hangs inside update_weights_from_distributed at step 12\n", "vllm_weight_sync_failure"),
+    ("# since we switched weight_sync to nccl, every resume deadlocks the trainer and the engines\n",
+     "vllm_weight_sync_failure"),
+    ("# frac_reward_zero_std was 1 on about 80% of steps\n", "zero_variance_groups"),
+    ("# grad_norm 0 for all steps; loss stayed at 0.6931 and the logprobs are identical\n", "no_learning_signal_config"),
+    ("# the format reward rose to 1.0 but it destroyed the accuracy on the test split\n", "reward_hacking"),
+    ("# the judge score climbed to 9.1 via verbosity and padding\n", "reward_hacking"),
+    ("# after 30 steps the agent simply stopped asking questions and let the episode time out\n",
+     "reward_hacking_shortcut"),
+    ("# the model learned to do nothing until the timeout\n", "reward_hacking_shortcut"),
+    ("# logprob diff between vllm rollout and megatron trainer is non-zero in the bitwise mode\n",
+     "rollout_train_logprob_mismatch"),
+    ("# the run NaNs at step 3 with fp16\n", "grad_norm_nan"),
+    ("# samples turn into gibberish after 3 optimizer steps with the LoRA adapter\n", "vllm_weight_sync_failure"),
+    ("# reward regex r\"^<answer>.*?</answer>$\" never matches: the completion is <answer>4</answer><|eot_id|>\n",
+     "reward_function_misconfig"),
+]
+
+HEALTHY_R31 = [
+    ("# the end-to-end no-OOM smoke passed on one GPU\n", "oom_gpu"),
+    ("# the weight sync never hangs since the fix\n", "vllm_weight_sync_failure"),
+    ("# frac_reward_zero_std stays around 0.1 during the run\n", "zero_variance_groups"),
+    ("# the episode stops once the agent finds the answer\n", "reward_hacking_shortcut"),
+    ("# the format reward rose to 1.0 and the accuracy also improved\n", "reward_hacking"),
+    ("# <answer>4</answer><|im_end|> is what the model writes; our regex is r\"<answer>(.*?)</answer>\"\n",
+     "reward_function_misconfig"),
+]
+
+
+def test_a_pasted_response_cap_turns_a_clip_ratio_below_it_into_the_metric_caveat() -> None:
+    """Round 31: veRL records whose response_length/max stays below the data.max_response_length the input states
+    are not truncation, whatever response_length/clip_ratio says; without the stated cap the ratio is still read."""
+    rec = "".join(f"step:{i} - response_length/mean:230.0 - response_length/max:256.0 - response_length/clip_ratio:0.6"
+                  f" - critic/score/mean:0.5\n" for i in range(1, 4))
+    assert "response_truncation" in _errors(rec)
+    with_cap = "# launched with data.max_response_length=4096\n" + rec
+    assert not _errors(with_cap) and "metric_artifact_check_first" in _cats(with_cap)
+
 _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "round5": FIRST_R5,
                       "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10,
                       "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
                       "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20,
                       "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23, "round24": FIRST_R24,
-                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30})
+                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30, "round31": FIRST_R31})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
@@ -2121,7 +2174,7 @@ _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "roun
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
                      "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25,
                      "round26": TOP3_R26, "round27": TOP3_R27,
-                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30})
+                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
@@ -2130,7 +2183,7 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
                         "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
                         "round25": HEALTHY_R25, "round26": HEALTHY_R26, "round27": HEALTHY_R27,
-                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30}, healthy=True)
+                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

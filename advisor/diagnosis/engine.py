@@ -109,6 +109,7 @@ class DiagnosisSession:
         self._records = 0
         self._stride = 1
         self._skipped = 0
+        self._text_cap: int | None = None  # veRL's data.max_response_length as the input states it (no Plan given)
         self._finished = False
         self._read_metrics = True
         self._context = context_lines()  # (before, after): lines around an error line read for markers
@@ -389,6 +390,9 @@ class DiagnosisSession:
         points = None
         if full:
             self.samples.feed(line_no, text)
+            if self._text_cap is None and "max_response_length" in text:
+                m = _TEXT_CAP.search(text)
+                self._text_cap = int(m.group(1)) if m else None
         if kinds & METRIC and self._read_metrics and self.reader is not None:
             points = self.reader.feed_line(line_no, text)
             self._file_store.extend(points)
@@ -415,6 +419,7 @@ class DiagnosisSession:
         framework = self._framework()
         ctx = RuleContext(self.store, framework=framework,
                           max_response_length=_plan_attr(self.plan, "data", "max_response_length"),
+                          stated_max_response_length=self._text_cap,
                           on_policy=_on_policy(self.plan), samples=self.samples)
         findings: list[Finding] = []
         checks: list[Check] = []
@@ -529,6 +534,12 @@ def _metric_confidence(hit, store: SeriesStore) -> float:
                 return 0.9
             n = max(n, s.count)
     return round(0.5 + 0.35 * min(1.0, max(0, n - 1) / 9), 2)
+
+
+# round 31: the response cap as a pasted launch command or config states it (veRL's Hydra override
+# ``data.max_response_length=4096`` or a YAML ``max_response_length: 4096``), read from the lines read in full when no
+# Plan is given: only the clip-ratio checks compare response_length/max with it (diagnosis_rules.yaml verl_clip_ratio_artifact)
+_TEXT_CAP = re.compile(r"\bmax_response_length\s*[=:]\s*(\d{2,7})\b")
 
 
 def _plan_attr(plan: object | None, *path: str) -> int | None:

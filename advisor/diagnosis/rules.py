@@ -33,6 +33,9 @@ class RuleContext:
     store: SeriesStore
     framework: str | None = None
     max_response_length: int | None = None
+    # round 31: the cap as the pasted input states it (engine.py _TEXT_CAP), read only by the clip-ratio checks: a
+    # multi-turn run's response_length counts tool observations, so it is no cap for the length-near-cap checks
+    stated_max_response_length: int | None = None
     on_policy: bool | None = None
     samples: SampleFormat | None = None  # printed prompts/completions (advisor/diagnosis/samples.py)
 
@@ -345,6 +348,10 @@ def check_truncation(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | Non
     hits: list[RuleHit] = []
     seen = False
     clip = ctx.values("response_clip_ratio")
+    mx = ctx.values("response_length_max")
+    cap = ctx.max_response_length or ctx.stated_max_response_length
+    if clip and cap and mx and max(mx) < cap:
+        clip = []  # round 31: no response reached the configured cap, so the ratio is not truncation (clip_ratio_artifact)
     if clip:
         seen = True
         _, recent = levels(clip)
@@ -701,7 +708,7 @@ def check_clip_ratio_artifact(ctx: RuleContext, p: dict[str, Any]) -> list[RuleH
     if not clip or s is None or not s.key.startswith("response_length"):
         return None  # the caveat is about veRL's response_length/clip_ratio
     _, recent = levels(clip)
-    cap = ctx.max_response_length
+    cap = ctx.max_response_length or ctx.stated_max_response_length
     if cap and mx:
         if max(mx) < cap and recent > 0:
             return [RuleHit("warning", f"response_length/clip_ratio is {recent:.1%} but no response reached "

@@ -124,7 +124,8 @@ _CLAUSE_BREAK = re.compile(r"[;.!?]\s|\b(?:but|while|whereas|although|though|how
 
 # a negator right before a described symptom ("no completion exceeds max_completion_length", "without any NaN",
 # "not a single response is clipped", "none of the groups"): at most two determiners between it and the match
-_NEGATOR = re.compile(r"(?i)(?:\b(?:no|not|never|without|none of|nor|zero|no longer)|n['’]t)\s+(?:(?:any|a|an|the|single|one|more|further|"
+# round 31: joined by a hyphen too ("the end-to-end no-OOM smoke": a run without an OOM)
+_NEGATOR = re.compile(r"(?i)(?:\b(?:no|not|never|without|none of|nor|zero|no longer)|n['’]t)(?:\s+|-)(?:(?:any|a|an|the|single|one|more|further|"
                       r"of the|of|cuda|gpu|npu|tpu|cpu|host|device|nccl)\s+){0,2}"
                       # round 22: one item coordinated before the symptom is under the same negator ("without any hang or
                       # NCCL timeout", "no OOM/crash", "无 NaN、OOM")
