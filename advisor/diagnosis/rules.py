@@ -39,6 +39,11 @@ class RuleContext:
     on_policy: bool | None = None
     samples: SampleFormat | None = None  # printed prompts/completions (advisor/diagnosis/samples.py)
 
+    @property
+    def clip_cap(self) -> int | None:
+        """The cap the clip-ratio checks compare response_length/max with: the Plan's, else the one the input states."""
+        return self.max_response_length or self.stated_max_response_length
+
     def series(self, name: str) -> Series | None:
         s = self.store.get(name)
         return s if s is not None and s.finite_count > 0 else None
@@ -349,7 +354,7 @@ def check_truncation(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | Non
     seen = False
     clip = ctx.values("response_clip_ratio")
     mx = ctx.values("response_length_max")
-    cap = ctx.max_response_length or ctx.stated_max_response_length
+    cap = ctx.clip_cap
     if clip and cap and mx and max(mx) < cap:
         clip = []  # round 31: no response reached the configured cap, so the ratio is not truncation (clip_ratio_artifact)
     if clip:
@@ -708,7 +713,7 @@ def check_clip_ratio_artifact(ctx: RuleContext, p: dict[str, Any]) -> list[RuleH
     if not clip or s is None or not s.key.startswith("response_length"):
         return None  # the caveat is about veRL's response_length/clip_ratio
     _, recent = levels(clip)
-    cap = ctx.max_response_length or ctx.stated_max_response_length
+    cap = ctx.clip_cap
     if cap and mx:
         if max(mx) < cap and recent > 0:
             return [RuleHit("warning", f"response_length/clip_ratio is {recent:.1%} but no response reached "

@@ -31,7 +31,6 @@ class _Sig:
     triggers: tuple[str, ...]
     sources: tuple[str, ...]  # the regexes, compiled on the first line that holds a trigger (start-up time)
     requires: tuple[str, ...]  # requires_file regexes, compiled when a line holds a required word (start-up time)
-    suppresses: tuple[str, ...]
     kind: str
     row: dict[str, Any]
     before: re.Pattern[str] | None = None
@@ -238,7 +237,7 @@ class SignatureScanner:
                        triggers=tuple(t.lower() for t in row.get("triggers", [])),
                        sources=tuple(row.get("patterns", [])),
                        requires=tuple(row.get("requires_file", [])),
-                       suppresses=tuple(row.get("suppresses", [])), kind=row.get("kind", "match"), row=row,
+                       kind=row.get("kind", "match"), row=row,
                        prose=row.get("scope") == "prose",
                        unless=re.compile(row["unless"]) if row.get("unless") else None,
                        verb_last=bool(row.get("verb_last")))
