@@ -2192,6 +2192,7 @@ HEALTHY_R32 = [
     ("# the format reward rose to 1.0 and the accuracy reward rose with it\n", "reward_hacking_shortcut"),
     ("# the KL rose from 0.001 to 0.004 over the run\n", "rollout_train_logprob_mismatch"),
     ("# the importance ratio stays around 1 throughout\n", "rollout_train_logprob_mismatch"),
+    ("# this report is separate from the OOM issue in #812\n", "oom_gpu"),
 ]
 
 
