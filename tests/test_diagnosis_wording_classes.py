@@ -2196,6 +2196,23 @@ HEALTHY_R32 = [
 ]
 
 
+def test_a_sentence_wrapped_over_two_lines_is_read_across_the_break() -> None:
+    """Round 32: a description hard-wrapped mid-sentence is read across the line break (comment lines or plain
+    lines); a line that ends its sentence, or a next line that starts a new one, is not joined."""
+    wrapped = ("# in the second run the importance sampling ratio between vLLM and the trainer\n"
+               "# does not stay around 1 once the temperature is lowered\n")
+    assert "rollout_train_logprob_mismatch" in _cats(wrapped)
+    plain = ("In the second run the importance sampling ratio between vLLM and the trainer\n"
+             "does not stay around 1 once the temperature is lowered.\n")
+    assert "rollout_train_logprob_mismatch" in _cats(plain)
+    ended = ("# in the second run we plotted the importance sampling ratio of each step.\n"
+             "# does not stay around 1 is what the docs warn about for other engines\n")
+    assert "rollout_train_logprob_mismatch" not in _cats(ended)
+    mixed = ("# in the second run the importance sampling ratio between vLLM and the trainer\n"
+             "does not stay around 1 once the temperature is lowered\n")
+    assert "rollout_train_logprob_mismatch" not in _cats(mixed)
+
+
 def test_mismatch_kl_is_not_the_kl_to_the_reference() -> None:
     """Round 32: "Mismatch KL" names prime-rl's rollout/trainer KL; the same jump named "KL" is the KL to the reference."""
     assert "rollout_train_logprob_mismatch" in _cats("# Mismatch KL jumps from 0.001 to 3\n")

@@ -159,6 +159,12 @@ def _denied(text: str, m: re.Match[str]) -> bool:
     return _negated(text, m.start()) or _ANSWERED_NO.match(text, m.end()) is not None
 
 
+# round 32: a line that stops mid-sentence (no closing punctuation; a word, a comma or a closing bracket last) and is
+# long enough to have been wrapped, not a heading or a short label
+_STOPS_MID_SENTENCE = re.compile(r"[A-Za-z0-9,)\]`'\"’”-]$")
+_WRAP_MIN = 50
+
+
 def _negated_verb(text: str, m: re.Match[str]) -> bool:
     """Round 26: whether the verb that ends a match is negated inside it ("the grad norm ... does not keep increasing",
     "so it no longer grows"): a trend told as a subject and a verb puts its negation between them, where
@@ -311,6 +317,7 @@ class SignatureScanner:
         # the trie regex only without Hyperscan: compiling it is a tenth of a second of start-up
         self._any_interest = _literal_re(interest) if self._find_words is None else None
         self._hits: dict[str, SigHit] = {}
+        self._wrap: tuple[int, bool, str] | None = None  # (line, comment line?, text) that may go on in the next line
         self._requires_met: set[str] = set()
         # a signature re-read in context: e.g. an NCCL timeout next to weight-sync frames
         self._upgrades = {sig.id: sig.row["context_upgrade"] for sig in self._sigs if sig.row.get("context_upgrade")}
@@ -376,6 +383,8 @@ class SignatureScanner:
             return  # the run's settings echoed (Hydra's override list), not an error
         if self._pending_upgrades:
             self._check_upgrades(line_no, t, low)
+        if prose_ok:
+            self._wrapped(line_no, t)
         present = self._words_in(low)  # triggers, markers, required words the line holds
         # a required word may be in the prefix ('[rank3]:' shows a distributed run)
         req = present if full is t or not self._requiring else present | self._words_in(low_full)
@@ -458,6 +467,43 @@ class SignatureScanner:
             if len(target) < MAX_LINES_KEPT:
                 target.append((line_no, t[:300]))
         self._ring.append((line_no, t[:300], phases))
+
+    def _wrapped(self, line_no: int, t: str) -> None:
+        """Round 32: a sentence hard-wrapped over two lines of a description (a Markdown paragraph or comment lines
+        pasted with their line breaks: "... the importance ratio per step): ... the run on" / "# current main ...
+        does not stay around 1."). The description-scope signatures also read the two lines joined, and keep only a
+        match that crosses the break (one inside either line is that line's own). A line continues the one before
+        when both are comment lines or both are not, the first is long and stops mid-sentence, and the second starts
+        in lower case."""
+        prev, self._wrap = self._wrap, None
+        mark = t.startswith("#")
+        body = t.lstrip("#").strip() if mark else t
+        if prev is not None and prev[0] == line_no - 1 and prev[1] == mark and body[:1].islower():
+            self._scan_joined(line_no, prev[2] + " " + body, len(prev[2]) + 1)
+        if len(body) >= _WRAP_MIN and _STOPS_MID_SENTENCE.search(body):
+            self._wrap = (line_no, mark, body)
+
+    def _scan_joined(self, line_no: int, joined: str, cut: int) -> None:
+        low = joined.lower()
+        triggers = self._words_in(low) & self._triggers
+        wanted = {i for tr in triggers for i in self._sigs_by_trigger[tr]}
+        for i in sorted(wanted):
+            sig = self._sigs[i]
+            if not sig.prose or sig.kind == "ratio":
+                continue
+            for words, pat in sig.gated:
+                if words is not None and not may_match(words, low, joined):
+                    continue
+                m = next((x for x in pat.finditer(joined) if x.start() < cut < x.end() and not _denied(joined, x)
+                          and not (sig.verb_last and _negated_verb(joined, x))), None)
+                if m and sig.unless is not None and sig.unless.search(_clause(joined, m.start())):
+                    m = None
+                if m:
+                    hit = self._hits.get(sig.id)
+                    if hit is None:
+                        hit = self._hits[sig.id] = SigHit(sig.id, sig.category, sig.severity, sig.row)
+                    hit.add(line_no, joined, True, m.groupdict(), at=m.start())
+                    break
 
     def _gpu_oom_reported(self, t: str) -> bool:
         """Whether a GPU-OOM message on this line is reported, not hedged or avoided in the words before it in its
