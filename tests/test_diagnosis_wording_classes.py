@@ -2211,6 +2211,9 @@ def test_a_sentence_wrapped_over_two_lines_is_read_across_the_break() -> None:
     mixed = ("# in the second run the importance sampling ratio between vLLM and the trainer\n"
              "does not stay around 1 once the temperature is lowered\n")
     assert "rollout_train_logprob_mismatch" not in _cats(mixed)
+    negated = ("Dynamics over the windows: the completion length stays stable from start to end (~182-191,\n"
+               "no shrink phase unlike the filtered runs), and the entropy declines smoothly.\n")
+    assert "response_truncation" not in _cats(negated)
 
 
 def test_mismatch_kl_is_not_the_kl_to_the_reference() -> None:

@@ -494,8 +494,10 @@ class SignatureScanner:
             for words, pat in sig.gated:
                 if words is not None and not may_match(words, low, joined):
                     continue
+                # stricter than one line: a negation before the match's last words denies it for every signature
+                # ("completion length stable (~182-191," / "no shrink phase ...")
                 m = next((x for x in pat.finditer(joined) if x.start() < cut < x.end() and not _denied(joined, x)
-                          and not (sig.verb_last and _negated_verb(joined, x))), None)
+                          and not _negated_verb(joined, x)), None)
                 if m and sig.unless is not None and sig.unless.search(_clause(joined, m.start())):
                     m = None
                 if m:
