@@ -33,9 +33,11 @@ known = _load("known_cases")
 DRESSAGE = "https://github.com/Accio-Lab/Dressage/issues/1"
 PARAPHRASE = """\
 Our Megatron + SGLang GRPO run: the very first rollout, served from the HF checkpoint, reads fine.
-After the first update_weights call pushes the trained weights into sglang, every rollout is
-multilingual gibberish (token salad) that never stops until max length, and the reward drops to 0.
+After that the first update_weights call pushes the trained weights into sglang.
+Then every rollout is multilingual gibberish (token salad) that never stops until max length, and the reward drops to 0.
 """
+# two sentences on two lines, so no rule ties the gibberish to the weight update (round 32 reads a sentence wrapped
+# over two lines across the break): only retrieval can name the category here
 
 
 def test_tokens_keep_identifiers_and_drop_numbers_paths_hex() -> None:

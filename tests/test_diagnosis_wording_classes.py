@@ -2160,13 +2160,76 @@ def test_a_pasted_response_cap_turns_a_clip_ratio_below_it_into_the_metric_cavea
     with_cap = "# launched with data.max_response_length=4096\n" + rec
     assert not _errors(with_cap) and "metric_artifact_check_first" in _cats(with_cap)
 
+# round 32 (batch 33's misses, read after its measurement): a hypothesis named and answered no ("X? No."); an
+# all-zero / all-one group rate at 0.7 or more and frac_reward_zero_std as a report's field at 1; a format reward up
+# while the accuracy reward stays flat, also in Chinese; the reasoning told shrinking and jumping to the conclusion in
+# Chinese; a GRPO run told too slow in Chinese; garbage or NaN logits after "a" weight update; prime-rl's "Mismatch
+# KL" as the rollout/trainer KL, not the KL to the reference; an importance ratio told not staying around 1; an OOM
+# during the weight hand-over into the engine (these sentences are written for the class)
+FIRST_R32 = [
+    ("torch.OutOfMemoryError: CUDA out of memory while syncing weights to the vLLM engine. Tried to allocate 1.20 GiB\n",
+     "oom_rollout_wakeup"),
+]
+
+TOP3_R32 = [
+    ("# eval summary: all_zero_group_rate = 0.91 over 40 steps\n", "zero_variance_groups"),
+    ("# all-correct-group share: 85%\n", "zero_variance_groups"),
+    ("- **frac_reward_zero_std**: 1.0 after the lr change\n", "zero_variance_groups"),
+    ("# the format reward increased to 0.95 while the accuracy reward stayed flat around 0.2\n", "reward_hacking_shortcut"),
+    ("# 训练中格式奖励快速上升，但准确率一直没有明显提升\n", "reward_hacking_shortcut"),
+    ("# RL 之后模型的推理过程明显变短，很多回答直接给出答案\n", "reward_hacking_shortcut"),
+    ("# 用 DAPO 训练 7B 模型时 rollout 阶段太慢了，一步要四十分钟\n", "generation_bound"),
+    ("# after an update_weights call the engine returns NaN logits for every request\n", "vllm_weight_sync_failure"),
+    ("# Mismatch KL rose from 0.002 to 0.9 at the first step on the new weights\n", "rollout_train_logprob_mismatch"),
+    ("# the importance sampling ratio drifts far from 1 once top_p is below 1\n", "rollout_train_logprob_mismatch"),
+    ("# OOM during weight sync on the 24 GB card (trainer 13 GiB, engine 10 GiB)\n", "oom_gpu"),
+]
+
+HEALTHY_R32 = [
+    ("# Entropy collapse? No - entropy stays near 0.6 for the whole run\n", "entropy_collapse"),
+    ("# Reward hacking？不是，验证集准确率同步提升\n", "reward_hacking"),
+    ("# all-zero-group rate: 0.12 at the end of training\n", "zero_variance_groups"),
+    ("# the format reward rose to 1.0 and the accuracy reward rose with it\n", "reward_hacking_shortcut"),
+    ("# the KL rose from 0.001 to 0.004 over the run\n", "rollout_train_logprob_mismatch"),
+    ("# the importance ratio stays around 1 throughout\n", "rollout_train_logprob_mismatch"),
+    ("# this report is separate from the OOM issue in #812\n", "oom_gpu"),
+]
+
+
+def test_a_sentence_wrapped_over_two_lines_is_read_across_the_break() -> None:
+    """Round 32: a description hard-wrapped mid-sentence is read across the line break (comment lines or plain
+    lines); a line that ends its sentence, or a next line that starts a new one, is not joined."""
+    wrapped = ("# in the second run the importance sampling ratio between vLLM and the trainer\n"
+               "# does not stay around 1 once the temperature is lowered\n")
+    assert "rollout_train_logprob_mismatch" in _cats(wrapped)
+    plain = ("In the second run the importance sampling ratio between vLLM and the trainer\n"
+             "does not stay around 1 once the temperature is lowered.\n")
+    assert "rollout_train_logprob_mismatch" in _cats(plain)
+    ended = ("# in the second run we plotted the importance sampling ratio of each step.\n"
+             "# does not stay around 1 is what the docs warn about for other engines\n")
+    assert "rollout_train_logprob_mismatch" not in _cats(ended)
+    mixed = ("# in the second run the importance sampling ratio between vLLM and the trainer\n"
+             "does not stay around 1 once the temperature is lowered\n")
+    assert "rollout_train_logprob_mismatch" not in _cats(mixed)
+    negated = ("Dynamics over the windows: the completion length stays stable from start to end (~182-191,\n"
+               "no shrink phase unlike the filtered runs), and the entropy declines smoothly.\n")
+    assert "response_truncation" not in _cats(negated)
+
+
+def test_mismatch_kl_is_not_the_kl_to_the_reference() -> None:
+    """Round 32: "Mismatch KL" names prime-rl's rollout/trainer KL; the same jump named "KL" is the KL to the reference."""
+    assert "rollout_train_logprob_mismatch" in _cats("# Mismatch KL jumps from 0.001 to 3\n")
+    assert "kl_explosion" not in _cats("# Mismatch KL jumps from 0.001 to 3\n")
+    assert "kl_explosion" in _cats("# the KL jumps from 0.001 to 3 at step 40\n")
+
+
 _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "round5": FIRST_R5,
                       "round6": FIRST_R6, "round7": FIRST_R7, "round9": FIRST_R9, "round10": FIRST_R10,
                       "round10b": FIRST_R10B, "round11": FIRST_R11, "round12": FIRST_R12, "round13": FIRST_R13,
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
                       "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20,
                       "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23, "round24": FIRST_R24,
-                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30, "round31": FIRST_R31})
+                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30, "round31": FIRST_R31, "round32": FIRST_R32})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
@@ -2174,7 +2237,7 @@ _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "roun
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
                      "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25,
                      "round26": TOP3_R26, "round27": TOP3_R27,
-                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31})
+                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31, "round32": TOP3_R32})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
@@ -2183,7 +2246,7 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
                         "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
                         "round25": HEALTHY_R25, "round26": HEALTHY_R26, "round27": HEALTHY_R27,
-                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31}, healthy=True)
+                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31, "round32": HEALTHY_R32}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

@@ -632,6 +632,14 @@ def check_logprob_mismatch(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit]
             hits.append(RuleHit("warning", f"Mean rollout-vs-trainer probability difference is {_fmt(recent)}"
                                            + (" and rising" if tr is not None and tr.direction == "up" else "") + ".",
                                 [ctx.evidence("logprob_diff_mean")]))
+    mkl = ctx.values("mismatch_kl")
+    if mkl:
+        seen = True
+        _, recent = levels(mkl)
+        if recent > p["mismatch_kl_warn"]:
+            hits.append(RuleHit("warning", f"The rollout-vs-trainer KL (mismatch_kl) is {_fmt(recent)} "
+                                           f"(> {p['mismatch_kl_warn']}; ~1e-3 when they agree).",
+                                [ctx.evidence("mismatch_kl")]))
     if ctx.on_policy:
         clip, pkl = ctx.values("pg_clip_frac"), ctx.values("ppo_kl")
         if clip or pkl:

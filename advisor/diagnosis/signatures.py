@@ -147,6 +147,24 @@ def _negated(text: str, at: int) -> bool:
     return bool(head) and _NEGATOR.search(head) is not None
 
 
+# round 32: a symptom named as a hypothesis and answered no right after it ("Reward hacking? No.", "**Reward hacking？**
+# 不是。", "OOM? Not really"): a list of causes ruled out one by one names each, and each is denied after it, where
+# ``_negated`` (the words before the match) does not look
+_ANSWERED_NO = re.compile(r"(?i)[\s*_`'\"”’」』)]{0,4}[?？][\s*_`'\"”’」』)]{0,4}"
+                          r"(?:(?:no|nope|not|not really|none)\b|不是|并不是|不|否|没有|排除)")
+
+
+def _denied(text: str, m: re.Match[str]) -> bool:
+    """Whether a match in a description is negated before it (``_negated``) or answered no after it (``_ANSWERED_NO``)."""
+    return _negated(text, m.start()) or _ANSWERED_NO.match(text, m.end()) is not None
+
+
+# round 32: a line that stops mid-sentence (no closing punctuation; a word, a comma or a closing bracket last) and is
+# long enough to have been wrapped, not a heading or a short label
+_STOPS_MID_SENTENCE = re.compile(r"[A-Za-z0-9,)\]`'\"’”-]$")
+_WRAP_MIN = 50
+
+
 def _negated_verb(text: str, m: re.Match[str]) -> bool:
     """Round 26: whether the verb that ends a match is negated inside it ("the grad norm ... does not keep increasing",
     "so it no longer grows"): a trend told as a subject and a verb puts its negation between them, where
@@ -260,6 +278,8 @@ class SignatureScanner:
         self._setting_names = re.compile(oom.get("setting_names") or r"(?!)")
         self._phases: list[tuple[str, tuple[str, ...]]] = [
             (ph["category"], tuple(m.lower() for m in ph["markers"])) for ph in oom["phases"]]
+        # a phase whose OOM is also read as another category (the weight hand-over: the engine's or the card's)
+        self._phase_also: dict[int, str] = {i: ph["also"] for i, ph in enumerate(oom["phases"]) if ph.get("also")}
         self._prose_oom_triggers = tuple(t.lower() for t in oom["prose_triggers"])
         triggers = {tr for sig in self._sigs for tr in sig.triggers} | set(self._gpu_triggers) | set(self._prose_oom_triggers)
         self._leak_gate = ("memory", "leak", "内存")  # checked only on lines a trigger already let through
@@ -297,6 +317,7 @@ class SignatureScanner:
         # the trie regex only without Hyperscan: compiling it is a tenth of a second of start-up
         self._any_interest = _literal_re(interest) if self._find_words is None else None
         self._hits: dict[str, SigHit] = {}
+        self._wrap: tuple[int, bool, str] | None = None  # (line, comment line?, text) that may go on in the next line
         self._requires_met: set[str] = set()
         # a signature re-read in context: e.g. an NCCL timeout next to weight-sync frames
         self._upgrades = {sig.id: sig.row["context_upgrade"] for sig in self._sigs if sig.row.get("context_upgrade")}
@@ -362,6 +383,8 @@ class SignatureScanner:
             return  # the run's settings echoed (Hydra's override list), not an error
         if self._pending_upgrades:
             self._check_upgrades(line_no, t, low)
+        if prose_ok:
+            self._wrapped(line_no, t)
         present = self._words_in(low)  # triggers, markers, required words the line holds
         # a required word may be in the prefix ('[rank3]:' shows a distributed run)
         req = present if full is t or not self._requiring else present | self._words_in(low_full)
@@ -409,8 +432,8 @@ class SignatureScanner:
                     m = pat.search(s) if words is None or may_match(words, sl, s) else None
                     # round 22: a negated failure is no report for any signature read as a description (the prose
                     # zone): "without any hang or NCCL timeout" as "no NaN"
-                    if m and (sig.prose or prose_ok) and (_negated(s, m.start()) or sig.verb_last and _negated_verb(s, m)):
-                        m = next((x for x in pat.finditer(s) if not _negated(s, x.start())
+                    if m and (sig.prose or prose_ok) and (_denied(s, m) or sig.verb_last and _negated_verb(s, m)):
+                        m = next((x for x in pat.finditer(s) if not _denied(s, x)
                                   and not (sig.verb_last and _negated_verb(s, x))), None)
                     if m and sig.unless is not None and sig.unless.search(_clause(s, m.start())):
                         m = None
@@ -437,7 +460,7 @@ class SignatureScanner:
                     if phase is None and _RUNS_ON.search(t):
                         self._oom_open = (line_no, len(self.gpu_oom) - 1)
         elif any(w in low for w in self._prose_oom_triggers) \
-                and any(not _negated(t, m.start()) for p in self._prose_oom for m in p.finditer(t)) \
+                and any(not _denied(t, m) for p in self._prose_oom for m in p.finditer(t)) \
                 and not self._prose_oom_excluded(t):
             host = self._host_words.search(t) is not None and self._gpu_words.search(t) is None
             target = self.host_oom_prose if host else self.gpu_oom_prose
@@ -445,13 +468,52 @@ class SignatureScanner:
                 target.append((line_no, t[:300]))
         self._ring.append((line_no, t[:300], phases))
 
+    def _wrapped(self, line_no: int, t: str) -> None:
+        """Round 32: a sentence hard-wrapped over two lines of a description (a Markdown paragraph or comment lines
+        pasted with their line breaks: "... the importance ratio per step): ... the run on" / "# current main ...
+        does not stay around 1."). The description-scope signatures also read the two lines joined, and keep only a
+        match that crosses the break (one inside either line is that line's own). A line continues the one before
+        when both are comment lines or both are not, the first is long and stops mid-sentence, and the second starts
+        in lower case."""
+        prev, self._wrap = self._wrap, None
+        mark = t.startswith("#")
+        body = t.lstrip("#").strip() if mark else t
+        if prev is not None and prev[0] == line_no - 1 and prev[1] == mark and body[:1].islower():
+            self._scan_joined(line_no, prev[2] + " " + body, len(prev[2]) + 1)
+        if len(body) >= _WRAP_MIN and _STOPS_MID_SENTENCE.search(body):
+            self._wrap = (line_no, mark, body)
+
+    def _scan_joined(self, line_no: int, joined: str, cut: int) -> None:
+        low = joined.lower()
+        triggers = self._words_in(low) & self._triggers
+        wanted = {i for tr in triggers for i in self._sigs_by_trigger[tr]}
+        for i in sorted(wanted):
+            sig = self._sigs[i]
+            if not sig.prose or sig.kind == "ratio":
+                continue
+            for words, pat in sig.gated:
+                if words is not None and not may_match(words, low, joined):
+                    continue
+                # stricter than one line: a negation before the match's last words denies it for every signature
+                # ("completion length stable (~182-191," / "no shrink phase ...")
+                m = next((x for x in pat.finditer(joined) if x.start() < cut < x.end() and not _denied(joined, x)
+                          and not _negated_verb(joined, x)), None)
+                if m and sig.unless is not None and sig.unless.search(_clause(joined, m.start())):
+                    m = None
+                if m:
+                    hit = self._hits.get(sig.id)
+                    if hit is None:
+                        hit = self._hits[sig.id] = SigHit(sig.id, sig.category, sig.severity, sig.row)
+                    hit.add(line_no, joined, True, m.groupdict(), at=m.start())
+                    break
+
     def _gpu_oom_reported(self, t: str) -> bool:
         """Whether a GPU-OOM message on this line is reported, not hedged or avoided in the words before it in its
         clause ("I set micro_batch_size = 2 to avoid the possibility of cuda out of memory"). Only the words before
         the message: torch's own message goes on "... to avoid fragmentation" after it."""
         for p in self._gpu_patterns:
             m = p.search(t)
-            if m and not self._prose_exclude.search(_clause_head(t, m.start(), m.end())) and not _negated(t, m.start()):
+            if m and not self._prose_exclude.search(_clause_head(t, m.start(), m.end())) and not _denied(t, m):
                 return True
         return False
 
@@ -660,7 +722,9 @@ class SignatureScanner:
                 lines = ", ".join(str(n) for n, _ in self.oom_frames)
                 hit.note = f"phase from the traceback frames before the OOM line (lines {lines})"
             out.append(hit)
-            if phase is not None and category != "oom_gpu" and not self.oom_frames and self.phase_lines <= 1:
+            if phase in self._phase_also:
+                out.append(self._oom_also(hit, self._phase_also[phase]))
+            elif phase is not None and category != "oom_gpu" and not self.oom_frames and self.phase_lines <= 1:
                 # the phase is read from the OOM message's own words (vLLM's "No available memory for the cache
                 # blocks" is the engine's KV cache) and no other line shows a phase: the plain GPU OOM is named too
                 hit.note = "phase from the OOM message's own words, no traceback frame"
@@ -679,7 +743,15 @@ class SignatureScanner:
                 hit.add(n, text, False)
                 hit.note = f"OOM reported; the trace shows the {category.removeprefix('oom_')} phase (line {n})"
             out.append(hit)
+            if phase in self._phase_also:
+                out.append(self._oom_also(hit, self._phase_also[phase]))
         return out
+
+    def _oom_also(self, hit: SigHit, category: str) -> SigHit:
+        """The same OOM evidence under a second category (a phase's ``also``), ranked after the first."""
+        plain = self._oom_hit(category)
+        return _also(SigHit(hit.id, hit.category, hit.severity, plain.row, count=hit.count, log_lines=hit.log_lines,
+                            prose_lines=hit.prose_lines, note=hit.note), category)
 
     def _phase_category(self, phase: int | None) -> str:
         """The OOM's category for a phase index; a log-prob phase in a preference/SFT trainer (no separate

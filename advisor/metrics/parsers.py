@@ -649,10 +649,24 @@ def _keyed_matches(rx: re.Pattern[str], t: str):
             return
         key = _prose_key(m.group("key"))
         if key is not None:
-            yield m, key
+            yield m, _compound_key(t, m.start("key"), key)
             pos = m.end()
         else:
             pos = m.end("key")
+
+
+_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z0-9]*)[ _-]$")
+
+
+def _compound_key(t: str, start: int, key: str) -> str:
+    """Round 32: the key with the word before it when the two name another metric of the vocabulary ("Mismatch KL"
+    is prime-rl's mismatch_kl, the rollout/trainer KL, not the KL to the reference that "KL" alone names)."""
+    m = _WORD_BEFORE.search(t, max(0, start - 40), start)
+    if m is not None:
+        joined = f"{m.group(1)}_{key}".lower()
+        if normalize_key(joined) is not None:
+            return joined
+    return key
 
 
 def _prose_key(word: str) -> str | None:
