@@ -320,7 +320,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (5, 17)
 """The validation batch (``VALIDATION_BATCH``, now 34) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 34 is measured); whoever measures it records the figure
@@ -371,7 +371,9 @@ round-29 freeze: 9/17 = 53%, joined development at round 30; batch 32, five blin
 records and owners' notes, 7 pull-request threads, 5 web pages, 5 threads of projects beside the frameworks, 4 healthy
 runs; none dropped), at the round-30 freeze: 8/26 = 31%, joined development at round 31; batch 33, four blind
 collectors (4 committed run records, 4 pull-request threads, 6 healthy runs, 3 Chinese-language sources; none dropped),
-at the round-31 freeze: 7/17 = 41%, joined development at round 32)."""
+at the round-31 freeze: 7/17 = 41%, joined development at round 32; batch 34, five blind collectors (3 crash
+threads by error strings, 5 metric threads and pull requests, 7 papers' failed runs, 2 threads of projects beside
+the frameworks; the healthy-run collector kept none; none dropped), at the round-32 freeze: 5/17 = 29%)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -400,6 +402,14 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 34 measured once at the round-32 freeze: 5/17 = 29% (goal 90%). Misses, by kind: "
+                   "a reward manager's KeyError on data rows without the reward_model field (2 crash logs: no finding); a step "
+                   "time told in sentences (2: a MoE GRPO step of minutes under ZeRO-3, a model family slower than another); "
+                   "papers' failed runs told in sentences (5: a strict boxed-format reward, training data too hard for the base "
+                   "model, a length reward paid by repetition, trivial reasoning on an instruction model read as truncation, a "
+                   "keyword reward leading to overthinking); training dynamics told in a thread or a pull request (3: an entropy "
+                   "runaway then zero-reward groups, a train-rollout KL ratchet with truncation, a gradient spike from an fp32 "
+                   "std residue); healthy runs 3/3")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
