@@ -306,8 +306,7 @@ class SignatureScanner:
         self._requiring = [sig for sig in self._sigs if sig.requires]
         self._required_words = frozenset(tr.lower() for sig in self._requiring
                                          for tr in sig.row.get("requires_triggers", []))
-        # searched on the lower-cased line, so the patterns need no IGNORECASE
-        self._any_required_re: re.Pattern[str] | None = None  # see _any_required
+        self._requiring_by_word = self._by_required_word()
         # one pre-filter for everything a line can matter for (signature, OOM phase, context)
         interest = self._triggers | self._markers | self._required_words | set(self._no_logprob_pass)
         # the words of the set that start a longer one ('oom' in 'oom-killer'): see _words_in
@@ -391,16 +390,23 @@ class SignatureScanner:
         if not req:  # the common case: a line nothing cares about
             self._ring.append((line_no, t[:300], ()))
             return
-        if self._requiring and not req.isdisjoint(self._required_words) and self._any_required().search(low_full):
-            for sig in self._requiring:
-                if any(r.search(full) for r in sig.required):
-                    self._requires_met.add(sig.id)
-            self._requiring = [sig for sig in self._requiring if sig.id not in self._requires_met]
-            # the gate and the combined regex shrink to the requirements still open: a met one (a word on every
-            # line of a distributed log, '[rank3]') would otherwise send each such line through the loop above
-            self._required_words = frozenset(tr.lower() for sig in self._requiring
-                                             for tr in sig.row.get("requires_triggers", []))
-            self._any_required_re = None
+        if self._requiring and not req.isdisjoint(self._required_words):
+            # round 32: only the open requirements whose own words the line holds are tried, each with its own
+            # patterns. One combined regex of every open requirement (5,000 characters) cost ~160 us a line, and a
+            # requirement whose word is common but whose pattern never matches (group_of_two_written's 'group' in
+            # every "ProcessGroupNCCL" warning of a distributed log) kept it open for the whole log: 100 us a line
+            # on the generated 1M-line veRL log of benchmarks/diagnose_scale.py (264x a bare read, from 2.6x)
+            words = req & self._required_words
+            met = {sig.id for w in words for sig in self._requiring_by_word.get(w, ())
+                   if any(r.search(full) for r in sig.required)}
+            if met:
+                self._requires_met |= met
+                self._requiring = [sig for sig in self._requiring if sig.id not in met]
+                # the gate shrinks to the requirements still open: a met one (a word on every line of a
+                # distributed log, '[rank3]') would otherwise send each such line through the loop above
+                self._required_words = frozenset(tr.lower() for sig in self._requiring
+                                                 for tr in sig.row.get("requires_triggers", []))
+                self._requiring_by_word = self._by_required_word()
         # the markers are words of ``interest``, so ``present`` already says whether the line holds one
         # (one set test instead of a substring test per marker on every line the pre-filter let through)
         if not self.no_logprob_pass_seen and (not present.isdisjoint(self._no_logprob_pass)
@@ -527,16 +533,13 @@ class SignatureScanner:
             return self._prose_exclude.search(self._hedge_verbs.sub("causes", t)) is not None
         return True
 
-    def _any_required(self) -> re.Pattern[str]:
-        """The requires_file patterns still unmet in one regex, searched on the lower-cased line; compiled on the
-        first line that holds a required word, again after one is met. A gate only (each row's own pattern decides
-        on the line as printed), compiled case-insensitive: a pattern that names a class in its own case
-        ('PyNcclCommunicator', 'StatelessProcessGroup') must still open the gate on the lower-cased line (round 14:
-        it did not, so those words never met a requirement on their own)."""
-        if self._any_required_re is None:
-            self._any_required_re = re.compile("|".join(f"(?:{p.removeprefix('(?i)')})" for sig in self._requiring
-                                                        for p in sig.requires) or "(?!)", re.IGNORECASE)
-        return self._any_required_re
+    def _by_required_word(self) -> dict[str, list[_Sig]]:
+        """Each required word of an open requirement -> the signatures whose requirement names it."""
+        out: dict[str, list[_Sig]] = {}
+        for sig in self._requiring:
+            for tr in sig.row.get("requires_triggers", []):
+                out.setdefault(tr.lower(), []).append(sig)
+        return out
 
     def _words_in(self, low: str) -> set[str]:
         """Every trigger, marker and required word that occurs in ``low``. The trie regex matches
