@@ -425,8 +425,9 @@ class SignatureScanner:
             return
         wanted = {i for tr in triggers for i in self._sigs_by_trigger[tr]}
         texts = ((t, low),) if full is t else ((t, low), (full, low_full))
-        for i, sig in enumerate(self._sigs):
-            if i not in wanted or (sig.prose and not prose_ok):
+        for i in sorted(wanted):  # the table's order, only the signatures a trigger of the line names
+            sig = self._sigs[i]
+            if sig.prose and not prose_ok:
                 continue
             if sig.kind == "ratio":
                 self._ratio(sig, line_no, t)
