@@ -304,9 +304,8 @@ class SignatureScanner:
         self._any_hint = _literal_re({h for _, hints in _FRAMEWORK_HINTS for h in hints})
         self._ring: deque[tuple[int, str, tuple[int, ...]]] = deque(maxlen=int(oom.get("lookback_lines", 80)))
         self._requiring = [sig for sig in self._sigs if sig.requires]
-        self._required_words = frozenset(tr.lower() for sig in self._requiring
-                                         for tr in sig.row.get("requires_triggers", []))
         self._requiring_by_word = self._by_required_word()
+        self._required_words = frozenset(self._requiring_by_word)
         # one pre-filter for everything a line can matter for (signature, OOM phase, context)
         interest = self._triggers | self._markers | self._required_words | set(self._no_logprob_pass)
         # the words of the set that start a longer one ('oom' in 'oom-killer'): see _words_in
@@ -404,9 +403,8 @@ class SignatureScanner:
                 self._requiring = [sig for sig in self._requiring if sig.id not in met]
                 # the gate shrinks to the requirements still open: a met one (a word on every line of a
                 # distributed log, '[rank3]') would otherwise send each such line through the loop above
-                self._required_words = frozenset(tr.lower() for sig in self._requiring
-                                                 for tr in sig.row.get("requires_triggers", []))
                 self._requiring_by_word = self._by_required_word()
+                self._required_words = frozenset(self._requiring_by_word)
         # the markers are words of ``interest``, so ``present`` already says whether the line holds one
         # (one set test instead of a substring test per marker on every line the pre-filter let through)
         if not self.no_logprob_pass_seen and (not present.isdisjoint(self._no_logprob_pass)
@@ -447,9 +445,7 @@ class SignatureScanner:
                     if m:
                         break
                 if m:
-                    hit = self._hits.get(sig.id)
-                    if hit is None:
-                        hit = self._hits[sig.id] = SigHit(sig.id, sig.category, sig.severity, sig.row)
+                    hit = self._hit(sig)
                     hit.add(line_no, s, prose, m.groupdict(), at=m.start())
                     if not prose and sig.id in self._upgrades:
                         self._start_upgrade(line_no, s, self._upgrades[sig.id])
@@ -508,11 +504,15 @@ class SignatureScanner:
                 if m and sig.unless is not None and sig.unless.search(_clause(joined, m.start())):
                     m = None
                 if m:
-                    hit = self._hits.get(sig.id)
-                    if hit is None:
-                        hit = self._hits[sig.id] = SigHit(sig.id, sig.category, sig.severity, sig.row)
-                    hit.add(line_no, joined, True, m.groupdict(), at=m.start())
+                    self._hit(sig).add(line_no, joined, True, m.groupdict(), at=m.start())
                     break
+
+    def _hit(self, sig: _Sig) -> SigHit:
+        """The signature's hit, made on its first match."""
+        hit = self._hits.get(sig.id)
+        if hit is None:
+            hit = self._hits[sig.id] = SigHit(sig.id, sig.category, sig.severity, sig.row)
+        return hit
 
     def _gpu_oom_reported(self, t: str) -> bool:
         """Whether a GPU-OOM message on this line is reported, not hedged or avoided in the words before it in its
@@ -732,10 +732,7 @@ class SignatureScanner:
                 # the phase is read from the OOM message's own words (vLLM's "No available memory for the cache
                 # blocks" is the engine's KV cache) and no other line shows a phase: the plain GPU OOM is named too
                 hit.note = "phase from the OOM message's own words, no traceback frame"
-                plain = self._oom_hit("oom_gpu")
-                out.append(_also(SigHit(hit.id, hit.category, hit.severity, plain.row, count=hit.count,
-                                        log_lines=hit.log_lines, prose_lines=hit.prose_lines, note=hit.note),
-                                 "oom_gpu"))
+                out.append(self._oom_also(hit, "oom_gpu"))
         elif self.gpu_oom_prose and not host_logged:
             phase = min(self.phase_first) if self.phase_first else None
             category = self._phase_category(phase)
@@ -752,7 +749,8 @@ class SignatureScanner:
         return out
 
     def _oom_also(self, hit: SigHit, category: str) -> SigHit:
-        """The same OOM evidence under a second category (a phase's ``also``), ranked after the first."""
+        """The same OOM evidence under a second category (a phase's ``also``, or the plain GPU OOM), ranked after
+        the first."""
         plain = self._oom_hit(category)
         return _also(SigHit(hit.id, hit.category, hit.severity, plain.row, count=hit.count, log_lines=hit.log_lines,
                             prose_lines=hit.prose_lines, note=hit.note), category)
