@@ -316,6 +316,7 @@ def test_context_markers_across_chunk_edges(monkeypatch: pytest.MonkeyPatch, edg
     session.feed(text[edge:])
     chunked = summary(session.finish())
     monkeypatch.setattr("advisor.diagnosis.engine.prose_scan_lines", lambda: 1 << 40)
+    monkeypatch.setattr("advisor.diagnosis.engine.prose_scan_chars", lambda: 1 << 40)
     full = summary(diagnose_text(text))
     assert chunked == full
     cats = [c for c, _ in full]

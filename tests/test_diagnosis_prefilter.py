@@ -31,3 +31,26 @@ def test_group_requirement_words_are_words() -> None:
     words = set(signal_words())
     assert "group" not in words
     assert {"group ", "group-", "group_", "groups"} <= words
+
+
+def test_prose_zone_ends_at_one_issue_body() -> None:
+    """Prose wordings are read in the first lines of an input up to 2,000 lines or 65,536 characters (one
+    GitHub issue body or comment at most, diagnosis_signatures.yaml prose_scan_chars): past that the input
+    is machine output, read through the pre-filter, where a description is read only behind '#' or '>'.
+    (Session 18: the first 2,000 lines of a long log, 200-400k characters, were most of a million-line
+    diagnosis's start-up.)"""
+    from advisor.diagnosis.engine import diagnose_text
+    from advisor.diagnosis.prefilter import prose_scan_chars
+
+    said = "the reward keeps rising while the eval accuracy falls and the KL is climbing\n"
+    noise = "".join(f"(WorkerDict pid=42) INFO 11-30 10:00:00 worker.py:1] heartbeat {'x' * 150} {i}\n"
+                    for i in range(600))  # 600 lines (< 2,000), ~130k characters
+    assert len(noise) > prose_scan_chars() == 65536
+
+    def cats(text: str) -> list[str]:
+        return [f.category for f in diagnose_text(text).findings]
+
+    assert "reward_hacking" in cats(said + noise)
+    assert "reward_hacking" in cats(noise[:30_000] + said)  # inside the zone: still a description
+    assert "reward_hacking" not in cats(noise + said)  # past it: a machine log's line, not a description
+    assert "reward_hacking" in cats(noise + "# " + said)

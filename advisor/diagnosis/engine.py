@@ -23,7 +23,8 @@ from advisor.diagnosis.model import SEVERITY_RANK, Check, Diagnosis, Evidence, F
 from advisor.diagnosis.rules import CHECKS, RuleContext
 from advisor.diagnosis.samples import SampleFormat
 from advisor.diagnosis.prefilter import (MARKER, METRIC, NONFINITE, RECORD, SIGNAL, context_lines, marker_ends,
-                                         prose_scan_lines, record_and_line_ends)
+                                         prose_scan_chars, prose_scan_lines,
+                                         record_and_line_ends)
 from advisor.diagnosis.signatures import SigHit, SignatureScanner
 from advisor.diagnosis.similar import TextSample
 from advisor.diagnosis.similar import findings as similar_findings
@@ -105,7 +106,8 @@ class DiagnosisSession:
         self._text_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.line_no = 0
         self._file_line = 0
-        self._full_lines = prose_scan_lines()
+        self._full_lines, self._full_chars = prose_scan_lines(), prose_scan_chars()
+        self._zone_chars = 0  # characters of the current file read in the prose zone
         self._records = 0
         self._stride = 1
         self._skipped = 0
@@ -144,7 +146,7 @@ class DiagnosisSession:
         self.store.merge(self._file_store)
         self._file_store = SeriesStore()
         self.reader = None
-        self._file_line = 0
+        self._file_line = self._zone_chars = 0
         self._ahead, self._tail = 0, None
         self._buf = bytearray()
         self._text_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -157,7 +159,7 @@ class DiagnosisSession:
     def feed_bytes(self, chunk: bytes) -> None:
         """Feed raw bytes of a log (undecodable bytes become U+FFFD, line by line).
 
-        The first ``prose_scan_lines`` lines of a file go to every reader; after that one scan of
+        The first ``prose_scan_lines`` lines of a file (at most ``prose_scan_chars`` characters) go to every reader; after that one scan of
         each chunk (advisor/diagnosis/prefilter.py) picks the lines that can matter, and only
         those are decoded and parsed. Line numbers count every line."""
         if not chunk:
@@ -166,7 +168,9 @@ class DiagnosisSession:
             self.fmt = self.fmt or detect_format(chunk[:65536].decode("utf-8", "replace"))
             self.reader = make_reader(self.fmt)
             # a table file (CSV/TSV export) has no per-line anchor: read every line of it
-            self._full_lines = (1 << 62) if self.fmt in _WHOLE_FILE_FORMATS else prose_scan_lines()
+            whole = self.fmt in _WHOLE_FILE_FORMATS
+            self._full_lines = (1 << 62) if whole else prose_scan_lines()
+            self._full_chars = (1 << 62) if whole else prose_scan_chars()
         if isinstance(self.reader, TrainerStateReader):
             data = self._bbuf + chunk if self._bbuf else chunk
             cut = data.rfind(b"\n") + 1
@@ -193,11 +197,14 @@ class DiagnosisSession:
         if cut <= 1:
             return
         pos = 1
-        while pos < cut and self._file_line < self._full_lines:  # the prose zone: every line
+        # the prose zone: every line, up to a line count and a character count (whichever ends first)
+        while pos < cut and self._file_line < self._full_lines and self._zone_chars < self._full_chars:
             end = data.find(b"\n", pos)
             self.line_no += 1
             self._file_line += 1
-            self._handle(self.line_no, data[pos:end].decode("utf-8", "replace"), METRIC | SIGNAL | MARKER, full=True)
+            text = data[pos:end].decode("utf-8", "replace")
+            self._zone_chars += len(text) + 1
+            self._handle(self.line_no, text, METRIC | SIGNAL | MARKER, full=True)
             pos = end + 1
         if pos < cut:
             self._feed_filtered(data, pos, cut)

@@ -123,6 +123,11 @@ def prose_scan_lines() -> int:
     return int(load_table("diagnosis_signatures.yaml").get("prose_scan_lines", 2000))
 
 
+def prose_scan_chars() -> int:
+    """The prose zone's other bound, in characters (diagnosis_signatures.yaml prose_scan_chars)."""
+    return int(load_table("diagnosis_signatures.yaml").get("prose_scan_chars", 65536))
+
+
 _db_cache: tuple[Callable[[str], bytes | None], Callable[[str, bytes], None]] | None = None
 
 
@@ -335,5 +340,5 @@ def interesting_lines(data: bytes) -> Iterator[tuple[int, int, int]]:
 
 
 __all__ = ["MARKER", "METRIC", "NONFINITE", "RECORD", "SIGNAL", "context_lines", "engine", "interesting_lines",
-           "line_ends", "marker_ends", "marker_words", "prose_scan_lines", "record_and_line_ends", "set_db_cache",
+           "line_ends", "marker_ends", "marker_words", "prose_scan_chars", "prose_scan_lines", "record_and_line_ends", "set_db_cache",
            "signal_words", "word_finder"]
