@@ -2195,6 +2195,45 @@ HEALTHY_R32 = [
     ("# this report is separate from the OOM issue in #812\n", "oom_gpu"),
 ]
 
+# round 33 (batches 34 and 35's misses, read after their measurement): a reward manager's KeyError on a field of veRL's
+# data format; an ImportError of a name the installed package lacks; an MoE model under ZeRO-3 told slow; the entropy
+# running away or going from below 1 to 3 or more; the train-rollout KL told rising; an advantage in the hundreds; a
+# near-perfect reward beside a low ground-truth accuracy; a strict format reward told harmful; no positive reward
+# at all; a per-token length reward with repetition (these sentences are written for the class)
+FIRST_R33 = [
+    ("Traceback (most recent call last):\n  File \"/app/verl/workers/reward_manager/dapo.py\", line 88, in __call__\n"
+     "    data_source = data_item.non_tensor_batch[self.reward_fn_key]\nKeyError: 'data_source'\n",
+     "reward_function_misconfig"),
+    ("ImportError: cannot import name 'SamplingParams' from 'sglang.srt.sampling' (/opt/venv/lib/python3.11/site-packages/sglang/srt/sampling/__init__.py)\n",
+     "config_key_error"),
+]
+
+TOP3_R33 = [
+    ("# Mixtral-8x7B PPO with DeepSpeed zero3 on 16 H100s is very slow, about 12 minutes per step\n", "low_throughput"),
+    ("# the policy entropy ran away after step 300 and the rewards went to zero\n", "entropy_explosion"),
+    ("# entropy went from 0.45 to 6.2 within 40 steps\n", "entropy_explosion"),
+    ("# rollout_train_kl keeps growing, 30x since step 100\n", "rollout_train_logprob_mismatch"),
+    ("# advantages max 2950 on two steps, then the loss jumped\n", "grad_norm_spike"),
+    ("# the policy reached a near-perfect judge score of 0.97 while the test accuracy stayed low at 12%\n", "reward_hacking"),
+    ("# the 3B model failed under the strict format penalty and never learned the task\n", "reward_function_misconfig"),
+    ("# on the competition split the model never receives a positive reward\n", "zero_variance_groups"),
+    ("# we added a bonus of 0.002 per generated token\n# samples: the same sentence repeated until the limit\n",
+     "reward_hacking"),
+]
+
+HEALTHY_R33 = [
+    ("# every row of the parquet has data_source and reward_model.ground_truth; the reward manager reads them fine\n", "reward_function_misconfig"),
+    ("ImportError: cannot import name 'Foo' from partially initialized module 'mypkg.bar' (most likely due to a circular import)\n", "config_key_error"),
+    ("# ZeRO-3 with the dense 7B model runs at 40 s a step, as expected\n", "low_throughput"),
+    ("# the entropy coefficient went from 0.001 to 5 in the sweep\n", "entropy_explosion"),
+    ("# the entropy did not run away: it stays around 0.4\n", "entropy_explosion"),
+    ("# rollout_train_kl stays flat near 0.001 for the whole run\n", "rollout_train_logprob_mismatch"),
+    ("# advantages are within +-2.5 and grad_norm stays below 1\n", "grad_norm_spike"),
+    ("# we used 512 advantage samples per step\n", "grad_norm_spike"),
+    ("# high rewards and the test accuracy rose with them to 71%\n", "reward_hacking"),
+    ("# we use a length penalty to keep responses short and it works\n", "reward_hacking"),
+]
+
 
 def test_a_sentence_wrapped_over_two_lines_is_read_across_the_break() -> None:
     """Round 32: a description hard-wrapped mid-sentence is read across the line break (comment lines or plain
@@ -2229,7 +2268,7 @@ _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
                       "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20,
                       "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23, "round24": FIRST_R24,
-                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30, "round31": FIRST_R31, "round32": FIRST_R32})
+                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30, "round31": FIRST_R31, "round32": FIRST_R32, "round33": FIRST_R33})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
@@ -2237,7 +2276,7 @@ _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "roun
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
                      "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25,
                      "round26": TOP3_R26, "round27": TOP3_R27,
-                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31, "round32": TOP3_R32})
+                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31, "round32": TOP3_R32, "round33": TOP3_R33})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
@@ -2246,7 +2285,7 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
                         "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
                         "round25": HEALTHY_R25, "round26": HEALTHY_R26, "round27": HEALTHY_R27,
-                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31, "round32": HEALTHY_R32}, healthy=True)
+                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31, "round32": HEALTHY_R32, "round33": HEALTHY_R33}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)
