@@ -2234,6 +2234,34 @@ HEALTHY_R33 = [
     ("# we use a length penalty to keep responses short and it works\n", "reward_hacking"),
 ]
 
+# round 34 (batch 36's misses, read after its measurement): all-zero / all-one groups and scores all 0 in Chinese; a
+# pairwise (reward-model / DPO) loss at 0.69; the Chinese of the inference/training log-prob gap; an engine's LoRA slot
+# never filled; a run failing during a weight update, and a hang named with a weight-update mode; rollouts garbled
+# after a few words and the weight sync; an OOM while syncing the rollout's weights, in Chinese (these sentences are
+# written for the class)
+FIRST_R34 = [
+    ("# 在同步 rollout 权重时显存 OOM，训练只跑了两步\n", "oom_rollout_wakeup"),
+]
+
+TOP3_R34 = [
+    ("# 前三步 rollout 全部是全零组，grad_norm 为 0\n", "zero_variance_groups"),
+    ("# 这一步 reward 全为 0，没有任何梯度\n", "zero_variance_groups"),
+    ("# training the reward model with --stage rm: the loss stays at 0.69 for three epochs\n", "no_learning_signal_config"),
+    ("# 我们比较了推理引擎与训练引擎的 logprob，发现两者差异很大\n", "rollout_train_logprob_mismatch"),
+    ("# the adapter is never loaded into the vLLM server during the run\n", "vllm_weight_sync_failure"),
+    ("# the run always crashes during the first weight update to SGLang\n", "vllm_weight_sync_failure"),
+    ("# with weight_sync_mode=nccl the trainer hangs at the second rollout\n", "vllm_weight_sync_failure"),
+    ("# after the first optimizer step and weight sync the samples are pure gibberish\n", "vllm_weight_sync_failure"),
+]
+
+HEALTHY_R34 = [
+    ("# the SFT loss is 0.69 after the first epoch and the eval accuracy keeps improving\n", "no_learning_signal_config"),
+    ("# 完全对齐之后，训练和推理的 logprob 差异很小，KL 稳定\n", None),
+    ("# after the weight sync the rollouts are coherent again\n", "vllm_weight_sync_failure"),
+    ("# update_weights finished in 3.2 s. No error was raised and the step completed\n", "vllm_weight_sync_failure"),
+    ("# 权重同步之后 rollout 正常，显存占用 60 GB\n", "oom_rollout_wakeup"),
+]
+
 
 def test_a_sentence_wrapped_over_two_lines_is_read_across_the_break() -> None:
     """Round 32: a description hard-wrapped mid-sentence is read across the line break (comment lines or plain
@@ -2268,7 +2296,7 @@ _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
                       "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20,
                       "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23, "round24": FIRST_R24,
-                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30, "round31": FIRST_R31, "round32": FIRST_R32, "round33": FIRST_R33})
+                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30, "round31": FIRST_R31, "round32": FIRST_R32, "round33": FIRST_R33, "round34": FIRST_R34})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
@@ -2276,7 +2304,7 @@ _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "roun
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
                      "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25,
                      "round26": TOP3_R26, "round27": TOP3_R27,
-                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31, "round32": TOP3_R32, "round33": TOP3_R33})
+                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31, "round32": TOP3_R32, "round33": TOP3_R33, "round34": TOP3_R34})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
@@ -2285,7 +2313,7 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
                         "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
                         "round25": HEALTHY_R25, "round26": HEALTHY_R26, "round27": HEALTHY_R27,
-                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31, "round32": HEALTHY_R32, "round33": HEALTHY_R33}, healthy=True)
+                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31, "round32": HEALTHY_R32, "round33": HEALTHY_R33, "round34": HEALTHY_R34}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)
