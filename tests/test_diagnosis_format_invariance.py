@@ -69,6 +69,13 @@ def test_metric_case_same_diagnosis_in_every_format(case: dict, variants: dict) 
 
 
 KNOWN_FORMAT_GAPS: dict[str, str] = {
+    "verlvllm-rlnotes-trloo-qwen3-06b-1step-smoke-all-zero": (
+        "healthy_false_alarm, passes: the original's only problem reading, ray_actor_death at 0.27, is a similar-known-"
+        "cases guess from its notes' words (a neighbour added with batch 36 at round 34); the W&B CSV export carries no "
+        "words, so no guess - healthy either way"),
+    "website-sanitizer-unsloth-trl-grpo-all-rollouts-truncated-128-zero-reward-kl-10832": (
+        "batch 36 (joined development at round 34; passes): the same three readings in every format, but the NeMo-RL "
+        "console's records put zero_variance_groups before kl_explosion (equal severity, the order of the evidence)"),
     "hfcookbook-vlm-grpo-qwen25vl-3b-loss-oscillates-negative-reward-rises": (
         "batch 33 (joined development at round 32; healthy, passes): the group-of-two warning (num_generations=2 in "
         "the description) is read in every format; the original's second reading, 'healthy', is the "
@@ -130,6 +137,10 @@ def test_metric_case_same_diagnosis_deep_in_a_long_prefixed_log(case: dict, vari
 
 
 KNOWN_DEEP_GAPS: dict[str, str] = {
+    "tinylean-rl-e015-grpo-lean-smoke-3-of-4-steps-zero-grad-uniform-groups": (
+        "batch 36 (joined development at round 34; passes): its zero_variance_groups reading comes from a Chinese "
+        "sentence ('score 全 0、grad_norm 0.0') in the lines read in full; deep in a long log that line is a plain log "
+        "line and only the records' zero gradients are read (no_learning_signal_config)"),
     "hfcookbook-vlm-grpo-qwen25vl-3b-loss-oscillates-negative-reward-rises": (
         "batch 33 (joined development at round 32; healthy, passes): as in KNOWN_FORMAT_GAPS, the original's 'healthy' "
         "is the similar-known-cases guess, which the long log's head dilutes below the threshold"),
