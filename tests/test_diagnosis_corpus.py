@@ -340,7 +340,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (4, 12)
 """The validation batch (``VALIDATION_BATCH``, now 37) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 34 is measured); whoever measures it records the figure
@@ -395,7 +395,7 @@ at the round-31 freeze: 7/17 = 41%, joined development at round 32; batch 34, fi
 threads by error strings, 5 metric threads and pull requests, 7 papers' failed runs, 2 threads of projects beside
 the frameworks; the healthy-run collector kept none; none dropped), at the round-32 freeze: 5/17 = 29%; batch 35,
 four blind collectors (3 papers' failed runs, 5 crash threads by error strings, 3 English web pages, 1 Korean page;
-none dropped), measured at the same freeze: 7/12 = 58%; batches 34 and 35 together 12/29 = 41%, both joined development at round 33; batch 36, four blind collectors (7 committed run records, 2 threads of the inference libraries opened by RL users, 5 recent framework threads, 3 Chinese-language sources; none dropped), at the round-33 freeze: 8/17 = 47%, joined development at round 34; the validation part is batch 37)."""
+none dropped), measured at the same freeze: 7/12 = 58%; batches 34 and 35 together 12/29 = 41%, both joined development at round 33; batch 36, four blind collectors (7 committed run records, 2 threads of the inference libraries opened by RL users, 5 recent framework threads, 3 Chinese-language sources; none dropped), at the round-33 freeze: 8/17 = 47%, joined development at round 34; batch 37, four blind collectors (5 owners' experiment notes and a committed log, 2 Hugging Face discussions, 3 threads of projects beside the frameworks, 2 papers' failed runs; none dropped), at the round-34 freeze: 4/12 = 33%; the validation part is batch 37)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -424,6 +424,13 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 37 measured once at the round-34 freeze: 4/12 = 33% (goal 90%). Its misses, by kind "
+                   "(from the miss lines only; not read yet): metric records in owners' experiment notes (4: a train reward up "
+                   "while the validation falls, a late length blow-up with truncation under an entropy bonus, a one-step grad-norm "
+                   "and KL spike, an importance ratio falling with a growing log-prob diff read as a reward problem); crash logs "
+                   "with no finding (2: a model config's rope_scaling KeyError of an older transformers, a trainer's line that "
+                   "scores were empty and no training occurred); told in words (2: a format reward never met because the chat "
+                   "template strips the think tag, a paper's length penalty on wrong answers); healthy runs 1/1")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
