@@ -71,7 +71,7 @@ def test_metric_case_same_diagnosis_in_every_format(case: dict, variants: dict) 
 KNOWN_FORMAT_GAPS: dict[str, str] = {
     "verlvllm-rlnotes-trloo-qwen3-06b-1step-smoke-all-zero": (
         "healthy_false_alarm, passes: the original's only problem reading, ray_actor_death at 0.27, is a similar-known-"
-        "cases guess from its notes' words (a neighbour added with batch 36 at round 34); the W&B CSV export carries no "
+        "cases guess from its notes' words (a neighbour in the known-case index since its rebuild at round 33; the fresh-clone CI of 2c031cf failed on it); the W&B CSV export carries no "
         "words, so no guess - healthy either way"),
     "website-sanitizer-unsloth-trl-grpo-all-rollouts-truncated-128-zero-reward-kl-10832": (
         "batch 36 (joined development at round 34; passes): the same three readings in every format, but the NeMo-RL "
