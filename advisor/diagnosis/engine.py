@@ -23,8 +23,7 @@ from advisor.diagnosis.model import SEVERITY_RANK, Check, Diagnosis, Evidence, F
 from advisor.diagnosis.rules import CHECKS, RuleContext
 from advisor.diagnosis.samples import SampleFormat
 from advisor.diagnosis.prefilter import (MARKER, METRIC, NONFINITE, RECORD, SIGNAL, context_lines, marker_ends,
-                                         prose_scan_chars, prose_scan_lines,
-                                         record_and_line_ends)
+                                         prose_scan_chars, prose_scan_lines, record_and_line_ends)
 from advisor.diagnosis.signatures import SigHit, SignatureScanner
 from advisor.diagnosis.similar import TextSample
 from advisor.diagnosis.similar import findings as similar_findings
@@ -159,9 +158,9 @@ class DiagnosisSession:
     def feed_bytes(self, chunk: bytes) -> None:
         """Feed raw bytes of a log (undecodable bytes become U+FFFD, line by line).
 
-        The first ``prose_scan_lines`` lines of a file (at most ``prose_scan_chars`` characters) go to every reader; after that one scan of
-        each chunk (advisor/diagnosis/prefilter.py) picks the lines that can matter, and only
-        those are decoded and parsed. Line numbers count every line."""
+        The first ``prose_scan_lines`` lines of a file (at most ``prose_scan_chars`` characters) go to
+        every reader; after that one scan of each chunk (advisor/diagnosis/prefilter.py) picks the
+        lines that can matter, and only those are decoded and parsed. Line numbers count every line."""
         if not chunk:
             return
         if self.reader is None:

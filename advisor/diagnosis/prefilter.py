@@ -340,5 +340,5 @@ def interesting_lines(data: bytes) -> Iterator[tuple[int, int, int]]:
 
 
 __all__ = ["MARKER", "METRIC", "NONFINITE", "RECORD", "SIGNAL", "context_lines", "engine", "interesting_lines",
-           "line_ends", "marker_ends", "marker_words", "prose_scan_chars", "prose_scan_lines", "record_and_line_ends", "set_db_cache",
-           "signal_words", "word_finder"]
+           "line_ends", "marker_ends", "marker_words", "prose_scan_chars", "prose_scan_lines", "record_and_line_ends",
+           "set_db_cache", "signal_words", "word_finder"]
