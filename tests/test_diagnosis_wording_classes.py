@@ -2263,6 +2263,34 @@ HEALTHY_R34 = [
 ]
 
 
+# round 35 (batch 37's misses, read after its measurement): OpenPipe ART's own skipped-update message; a model config's
+# RoPE scaling newer than the installed transformers; a format reward a model never meets; a length penalty told to
+# collapse the reward (these sentences are written for the class)
+FIRST_R35 = [
+    ("Skipping tuning as there is no suitable data. This can happen when all the trajectories in the same group "
+     "have the same reward and thus no advantage to train on.\nAdvanced step from 3 to 4 (no training occurred)\n",
+     "zero_variance_groups"),
+    ("  File \"/usr/lib/python3.10/site-packages/transformers/models/llama/modeling_llama.py\", line 110, in __init__\n"
+     "    self.rope_type = config.rope_scaling.get(\"rope_type\", config.rope_scaling[\"type\"])\nKeyError: 'type'\n",
+     "config_key_error"),
+    ("ValueError: `rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {'factor': 8.0, "
+     "'rope_type': 'llama3'}\n", "config_key_error"),
+]
+
+TOP3_R35 = [
+    ("# the R1 distill never gets the format reward, while Qwen2.5 gets it after ten steps\n", "reward_function_misconfig"),
+    ("# our models do not seem to satisfy the format check at all\n", "reward_function_misconfig"),
+    ("# adding the length penalty made the accuracy reward collapse after 600 steps\n", "reward_hacking_shortcut"),
+    ("# `sampling_logp_difference` mean grows 0.02 → 0.21 over six steps\n", "rollout_train_logprob_mismatch"),
+]
+
+HEALTHY_R35 = [
+    ("# the model does not follow the format reward at first, then learns it by step 40\n", "reward_function_misconfig"),
+    ("# the length penalty is there to avoid a collapse of the reasoning length\n", "reward_hacking_shortcut"),
+    ("KeyError: 'type'\n", "config_key_error"),
+    ("# `sampling_logp_difference` mean stays 0.004 → 0.005 over six steps\n", "rollout_train_logprob_mismatch"),
+]
+
 def test_a_sentence_wrapped_over_two_lines_is_read_across_the_break() -> None:
     """Round 32: a description hard-wrapped mid-sentence is read across the line break (comment lines or plain
     lines); a line that ends its sentence, or a next line that starts a new one, is not joined."""
@@ -2296,7 +2324,7 @@ _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
                       "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20,
                       "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23, "round24": FIRST_R24,
-                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30, "round31": FIRST_R31, "round32": FIRST_R32, "round33": FIRST_R33, "round34": FIRST_R34})
+                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30, "round31": FIRST_R31, "round32": FIRST_R32, "round33": FIRST_R33, "round34": FIRST_R34, "round35": FIRST_R35})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
@@ -2304,7 +2332,7 @@ _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "roun
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
                      "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25,
                      "round26": TOP3_R26, "round27": TOP3_R27,
-                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31, "round32": TOP3_R32, "round33": TOP3_R33, "round34": TOP3_R34})
+                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31, "round32": TOP3_R32, "round33": TOP3_R33, "round34": TOP3_R34, "round35": TOP3_R35})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
@@ -2313,7 +2341,7 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
                         "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
                         "round25": HEALTHY_R25, "round26": HEALTHY_R26, "round27": HEALTHY_R27,
-                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31, "round32": HEALTHY_R32, "round33": HEALTHY_R33, "round34": HEALTHY_R34}, healthy=True)
+                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31, "round32": HEALTHY_R32, "round33": HEALTHY_R33, "round34": HEALTHY_R34, "round35": HEALTHY_R35}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

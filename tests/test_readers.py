@@ -200,6 +200,38 @@ def test_prose_statements_of_a_metric() -> None:
         assert [p.values for p in parse_text(text) if p.values] == [], text
 
 
+
+def test_hand_written_markdown_table_cells() -> None:
+    """A Markdown table typed by hand (round 35): bold or code cells, a unit word, a note in parentheses and thousands
+    separators still give the cell's number (time units in seconds); a percentage or two numbers in one cell are not
+    read, and a header naming sizes ("7B") is still a header."""
+    text = ("| **step** | reward | kl | response_length |\n|---|---|---|---|\n"
+            "| 10 | **0.12** | `0.01` | 512 tok |\n| 20 | 0.45 (best) | 0 / 0 | 1,024 |\n| 30 | 12% | 0.2 | 2048 |\n")
+    got = [(p.step, p.values) for p in parse_text(text) if p.values]
+    assert got == [(10, {"reward_mean": 0.12, "kl": 0.01, "response_length_mean": 512.0}),
+                   (20, {"reward_mean": 0.45, "response_length_mean": 1024.0}),
+                   (30, {"kl": 0.2, "response_length_mean": 2048.0})]
+    from advisor.metrics.parsers import _cell_number
+    assert _cell_number("800 ms") == 0.8 and _cell_number("1.5 min") == 90.0
+    assert _cell_number("117.8 s（含 save 16.9）") == 117.8 and _cell_number("7B params and more") is None
+
+def test_arrow_chains_and_inline_code_in_notes() -> None:
+    """Run notes (round 35): a metric's values joined by arrows are its curve, in order, with the steps written beside
+    them when every value has one (``s4`` / ``step 5``); Markdown's inline code and emphasis around a record do not
+    hide it. A chain in percent, and a chain after a word that is not a metric or a verb, are not read."""
+    got = [(p.step, p.values) for p in parse_text("- **VAL**: acc 0.31 → **0.37 (s4 peak)** → 0.29 → 0.13\n") if p.values]
+    assert [v["dpo_accuracy"] for _, v in got] == [0.31, 0.37, 0.29, 0.13]
+    assert [s for s, _ in got] == sorted(s for s, _ in got)  # the order is the curve (not every value has a step)
+    got = [(p.step, p.values) for p in parse_text("the kl from 0.01 (step 1) -> 0.9 (step 5)\n") if p.values]
+    assert got == [(1, {"kl": 0.01}), (5, {"kl": 0.9})]
+    got = [p.values for p in parse_text("`sampling_logp_difference` mean grows 0.025 → 0.17 over 5 steps\n") if p.values]
+    assert got == [{"logprob_diff_mean": 0.025}, {"logprob_diff_mean": 0.17}]
+    got = [p.values for p in parse_text("Step 394: `grad_norm=983040`, `loss=140.87`, `kl=14087` (vs ~5)\n") if p.values]
+    assert got == [{"grad_norm": 983040.0, "loss": 140.87, "kl": 14087.0}]
+    for text in ("truncation rate 1.2% -> 47% -> 88%\n", "the entropy clip ratio 0.9 -> 0.1\n",
+                 "reward 12% → 30%\n", "model size 7 → 14\n"):
+        assert [p.values for p in parse_text(text) if p.values] == [], text
+
 @pytest.mark.parametrize("text", [
     "In our first run the KL exploded: KL of 5200 at step 90.\n",
     "At step 90 the kl reached 5200 and the outputs were gibberish.\n",
@@ -382,3 +414,18 @@ def test_vertical_record_is_read_and_a_tqdm_echo_takes_its_step() -> None:
     assert [(p.step, "entropy" in p.values) for p in superseded] == [(10, True)]
     kept = parse_text(bar + echo + bar.replace("10/43", "11/43") + record)
     assert [p.step for p in kept] == [10, 11] and "entropy" not in kept[0].values
+
+
+def test_names_written_without_the_role_prefix() -> None:
+    """Round 35: veRL's names written without their role prefix ("score/mean", "pg_clipfrac", "vf_loss") are the
+    prefixed keys' metrics; an exact key keeps its own metric (bare grad_norm is the policy's, not the critic's),
+    TRL's older completion_length is the response length, and plain held-out names are evaluation scores."""
+    from advisor.metrics.vocabulary import normalize_key
+
+    assert normalize_key("score/mean").name == "reward_mean"
+    assert normalize_key("pg_clipfrac").name == "pg_clip_frac"
+    assert normalize_key("vf_loss").name == "critic_value_loss"
+    assert normalize_key("grad_norm").name == "grad_norm"
+    assert normalize_key("completion_length").name == "response_length_mean"
+    assert normalize_key("val_acc").name == "eval_reward:val_acc"
+    assert normalize_key("score/median") is None

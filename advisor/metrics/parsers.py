@@ -109,8 +109,53 @@ at step 300``, ``at step 40, loss=nan``, ``entropy fell from 1.2 to 0.01``. Only
 read (a setting such as ``beta=0.04 at step 0`` is not a metric), and only a value tied to a step or a change from one
 value to another: a single number in a sentence is not a curve. A line that opens with its step (``step 90: kl=5200``)
 ties the value to it as well."""
+_ARROW = re.compile(r"\s*(?:→|->|⟶|=>)\s*")
+_CHAIN_ITEM = r"(?:(?:\bs|\bstep\s*)\d+\s+)?[~≈]?(?:" + _NUM + r")(?![\w.]|%)(?:\s*\([^()]{0,40}\))?"
+_PROSE_CHAIN = re.compile(
+    _PROSE_KEY + r"(?:\s+(?:mean|max|min|avg|average|median|value|values|has|have|had|was|were|is|are|it|just|then|"
+    r"steadily|slowly|quickly|rapidly|sharply|(?:went|goes|go|rose|rises|fell|falls|dropped|drops|jumped|jumps|climbed|"
+    r"climbs|increased|increases|decreased|decreases|declined|declines|grew|grows|collapsed|collapses|exploded|explodes|"
+    r"spiked|spikes|surged|surges|plummeted|plummets|moved|moves|changed|changes|stayed|stays|decays|decayed|shrank|"
+    r"shrinks|exploding|rising|falling|dropping|growing|collapsing|climbing)\b)){0,3}?\s*:?\s*(?:from\s+|\(\s*)?"
+    r"(?P<chain>" + _CHAIN_ITEM
+    + r"(?:\s*(?:→|->|⟶|=>)\s*" + _CHAIN_ITEM + r")+)", re.IGNORECASE)
+_CHAIN_STEP = re.compile(r"(?i)(?:\bs|\bstep\s*)(\d+)\b")
+_CHAIN_VALUE = re.compile(r"(?<![\w.])[~≈]?(" + _NUM + r")(?![\w.]|%)")
+"""A metric's values joined by arrows, as run notes write a trend: ``sampling_logp_difference mean grows 0.025 → 0.17``,
+``acc 0.314 → 0.373 (s4 peak) → 0.289``, ``kl from 0.01 (step 1) -> 0.9 (step 5)``. One point per value in order, its
+step taken from a ``step N`` / ``sN`` mark beside it. A chain with a percentage in it is not read (a share written in
+percent is not the metric's logged scale), as the other prose readers skip percentages."""
+_MARKUP = str.maketrans({"`": " ", "*": " "})
+"""Markdown's inline code and emphasis around a record (``` `grad_norm=983040`, `kl=14087` ```, ``**0.373**``): read as
+spaces, so a value in a note's inline code is read as the same value in a log line (its points are labelled "prose":
+the line is a sentence, its wordings are read too)."""
 _STEP_COLUMNS = ("step", "Step", "_step", "global_step", "train/global_step", "training/global_step", "iteration",
                  "iter", "current_steps")
+
+
+_CELL_NUMBER = re.compile(
+    r"^[~≈]?(?P<num>[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))"
+    r"\s*(?P<unit>[A-Za-z]{1,8}\.?)?\s*(?:\([^()]{0,60}\)|（[^（）]{0,60}）)?\s*$")
+"""A hand-written table cell: a number with its unit word (``512 tok``, ``117.8 s``), a note in parentheses
+(``0.45 (best)``, ``117.8 s（含 save 16.9）``) or thousands separators (``1,024``). A percentage is not read (a share
+in percent is not the metric's logged scale), nor a cell with two numbers (``0 / 0``)."""
+_TIME_UNITS = {"ms": 1e-3, "min": 60.0, "mins": 60.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0}
+"""Units a cell converts to seconds (the unit the timing metrics are logged in); every other unit word is a label."""
+
+
+def _cell_number(cell: str) -> float | None:
+    """A Markdown table cell's value: emphasis and code marks stripped, a typeset minus read as one, then a plain value
+    or ``_CELL_NUMBER``."""
+    s = cell.strip().strip("*`_ ").strip().replace("\u2212", "-")  # a typeset minus sign (U+2212)
+    num = parse_number(s)
+    if num is not None or not s or not (s[0].isdigit() or s[0] in "-+.~≈"):
+        return num
+    m = _CELL_NUMBER.match(s)
+    if m is None:
+        return None
+    value = float(m.group("num").replace(",", ""))
+    unit = (m.group("unit") or "").rstrip(".").lower()
+    return value * _TIME_UNITS.get(unit, 1.0)
 
 
 def _metric_header(names: Iterable[str]) -> bool:
@@ -477,7 +522,8 @@ class LogReader:
         if ":" in t or "=" in t:
             if self._kv_line(t, out):
                 return
-        if ("step" in t or "Step" in t or "iter" in t or " from " in t) and " " in t and self._prose_line(t, out):
+        if ("step" in t or "Step" in t or "iter" in t or " from " in t or "→" in t or "->" in t or "⟶" in t or "=>" in t) \
+                and " " in t and self._prose_line(t, out):
             return
         if self._table_sep == " " or (" " in t and _WS_HEADER.match(t)):
             self._table_line(t, out, " ")
@@ -544,7 +590,8 @@ class LogReader:
             return  # a row of a table whose columns are steps is never one step's record
         if sep in ("|", "\t") and self._summary_row(cells, out):
             return
-        nums = [parse_number(c) if c else None for c in cells]
+        # hand-written Markdown tables mark, annotate and format their cells; machine tables do not
+        nums = [(_cell_number(c) if sep == "|" else parse_number(c)) if c else None for c in cells]
         head = self._table
         if head is not None and self._table_sep == sep and len(cells) == len(head) \
                 and sum(n is not None for n in nums) >= max(1, sum(c not in _NO_VALUE for c in cells) // 2):
@@ -555,11 +602,14 @@ class LogReader:
                 if key in raw:
                     step = _as_step(raw.pop(key))
                     break
+            if sep == "|" and all(normalize_key(h) is None for h in raw):
+                return  # a typed table's row of no metric (a report's "perf/total_num_tokens | 53,599" row) is no step
             self._emit(out, raw, step, self.line_no, "table" if sep != "," else "csv")
             return
-        if sum(n is None for n in nums) >= max(2, len(cells) // 2) and all(cells[1:]) and (cells[0] or sep == ",") and \
+        strict = nums if sep != "|" else [parse_number(c) if c else None for c in cells]  # "7B" names a column
+        if sum(n is None for n in strict) >= max(2, len(cells) // 2) and all(cells[1:]) and (cells[0] or sep == ",") and \
                 all(len(c) < 160 for c in cells) and (sep != " " or _WS_HEADER.match(t)):
-            self._table = [_column_name(c) for c in cells]
+            self._table = [_column_name(c.strip("*`_ ") if sep == "|" else c) for c in cells]
             self._table_sep = sep
             steps = [_step_of_header(c) for c in cells]
             # a report's table turned on its side: a metric per row, a step per column ("| metric | Step 1 | Step 105 |")
@@ -604,6 +654,9 @@ class LogReader:
     def _kv_line(self, t: str, out: list[MetricPoint]) -> bool:
         """``key: value`` runs on one line (``reward: 0   reward_std: 0   loss: 0``, ``a=1, b=2``,
         ``epoch: 0|step: 259|act_loss: 0.02``): at least two pairs; a ``step`` key gives the step."""
+        marked = "`" in t or "*" in t
+        if marked:
+            t = t.translate(_MARKUP)
         pairs = _KV_PAIR.findall(t)
         if len(pairs) < 2 or sum(normalize_key(k) is not None for k, _ in pairs) < 2:
             return False  # two metric keys at least: prose and log lines hold stray "word: 3" pairs
@@ -618,13 +671,16 @@ class LogReader:
                 step = _as_step(raw.pop(key))
                 break
         before = self.points_read
-        self._emit(out, raw, step, self.line_no, "key_value")
+        # pairs in a note's inline code are a sentence's values ("source prose"): its wordings are read too
+        self._emit(out, raw, step, self.line_no, "prose" if marked else "key_value")
         return self.points_read > before
 
     def _prose_line(self, t: str, out: list[MetricPoint]) -> bool:
         """A run report's sentence that states a metric's value at a step or its change (``_PROSE_AT_STEP``):
         one point per value, so the metric rules read a narrated run as they read its log."""
         before = self.points_read
+        if "`" in t or "*" in t:
+            t = t.translate(_MARKUP)
         for rx in (_PROSE_AT_STEP, _PROSE_STEP_FIRST):
             for m, key in _keyed_matches(rx, t):
                 num = parse_number(m.group("val"))
@@ -636,6 +692,19 @@ class LogReader:
                 if a is not None and b is not None:
                     self._emit(out, {key: a}, None, self.line_no, "prose")
                     self._emit(out, {key: b}, None, self.line_no, "prose")
+        if "→" in t or "->" in t or "⟶" in t or "=>" in t:
+            for m, key in _keyed_matches(_PROSE_CHAIN, t):
+                items = _ARROW.split(m.group("chain"))
+                if any("%" in item for item in items):
+                    continue
+                steps = [_CHAIN_STEP.search(item) for item in items]
+                if not all(steps):
+                    steps = [None] * len(items)  # steps on some values only: the order is the curve
+                for item, s in zip(items, steps):
+                    v = _CHAIN_VALUE.search(_CHAIN_STEP.sub(" ", item))
+                    num = parse_number(v.group(1)) if v else None
+                    if num is not None:
+                        self._emit(out, {key: num}, int(s.group(1)) if s else None, self.line_no, "prose")
         return self.points_read > before
 
 

@@ -57,6 +57,27 @@ def _exact_index() -> dict[str, Resolved]:
     return index
 
 
+_ROLE_PREFIXES = ("actor/", "critic/")
+"""veRL's role prefixes (``actor/pg_clipfrac``, ``critic/score/mean``): people write the names without them in notes
+and issues ("score/mean", "pg_clipfrac"), so a name that is a known key less its role prefix maps to that key's
+metric when that is unambiguous (an exact key always wins: ``grad_norm`` is the policy's)."""
+
+
+@lru_cache(maxsize=1)
+def _role_suffix_index() -> dict[str, Resolved]:
+    exact = _exact_index()
+    found: dict[str, set[str]] = {}
+    best: dict[str, Resolved] = {}
+    for mdef in vocabulary().values():
+        for prio, key in enumerate(mdef.keys):
+            for pre in _ROLE_PREFIXES:
+                if key.startswith(pre) and key[len(pre):] not in exact:
+                    suffix = key[len(pre):]
+                    found.setdefault(suffix, set()).add(mdef.name)
+                    best.setdefault(suffix, Resolved(mdef.name, prio + 10))
+    return {s: r for s, r in best.items() if len(found[s]) == 1}
+
+
 @lru_cache(maxsize=65536)
 def normalize_key(raw_key: str) -> Resolved | None:
     """The normalised name of ``raw_key`` (``None`` when the key is not in the vocabulary).
@@ -67,6 +88,11 @@ def normalize_key(raw_key: str) -> Resolved | None:
     candidates = [raw_key] + [raw_key[len(p):] for p in _PREFIXES if raw_key.startswith(p)]
     for cand in candidates:
         hit = index.get(cand)
+        if hit is not None:
+            return hit
+    role = _role_suffix_index()
+    for cand in candidates:
+        hit = role.get(cand)
         if hit is not None:
             return hit
     for mdef in vocabulary().values():
