@@ -2291,6 +2291,26 @@ HEALTHY_R35 = [
     ("# `sampling_logp_difference` mean stays 0.004 → 0.005 over six steps\n", "rollout_train_logprob_mismatch"),
 ]
 
+# round 36 (batch 38's misses, read after its measurement): a step time and a generation time in one sentence; asked how
+# to cut the generation time; a throughput drop told in Chinese; a value function worse than predicting a constant; a KL
+# told climbed to a value of 1 or more (these sentences are written for the class)
+TOP3_R36 = [
+    ("# each iteration takes 10 minutes and the rollout takes about 6 minutes of it\n", "generation_bound"),
+    ("# how can we speed up the rollout time of GRPO on 32B models?\n", "generation_bound"),
+    ("# 刚开始吞吐有 5000 tokens\n# 跑了几个 step 以后吞吐降到了 1200\n", "low_throughput"),
+    ("# the critic's predictions were worse than predicting the mean return\n", "critic_divergence"),
+    ("# over 800 steps the KL had steadily risen to 2.7 while the eval score fell\n", "kl_drift"),
+    ("# 用 LLaMA-Factory 做 dpo，rewards/accuracies 几步之后就变成 1.0 了\n", "dpo_overoptimization_high_lr"),
+]
+
+HEALTHY_R36 = [
+    ("# each iteration takes 10 minutes and the rollout takes about 2 minutes of it\n", "generation_bound"),
+    ("# we improved the generation time by 3x with vLLM\n", "generation_bound"),
+    ("# 吞吐是 5000 tokens\n# 后来吞吐下降到 4600\n", "low_throughput"),
+    ("# the KL rose to 0.05 by the end of training\n", "kl_drift"),
+    ("# dpo 训练时 reward/acc 一直在 0.6 左右\n", "dpo_overoptimization_high_lr"),
+]
+
 def test_a_sentence_wrapped_over_two_lines_is_read_across_the_break() -> None:
     """Round 32: a description hard-wrapped mid-sentence is read across the line break (comment lines or plain
     lines); a line that ends its sentence, or a next line that starts a new one, is not joined."""
@@ -2332,7 +2352,7 @@ _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "roun
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
                      "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25,
                      "round26": TOP3_R26, "round27": TOP3_R27,
-                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31, "round32": TOP3_R32, "round33": TOP3_R33, "round34": TOP3_R34, "round35": TOP3_R35})
+                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31, "round32": TOP3_R32, "round33": TOP3_R33, "round34": TOP3_R34, "round35": TOP3_R35, "round36": TOP3_R36})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
@@ -2341,7 +2361,7 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
                         "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
                         "round25": HEALTHY_R25, "round26": HEALTHY_R26, "round27": HEALTHY_R27,
-                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31, "round32": HEALTHY_R32, "round33": HEALTHY_R33, "round34": HEALTHY_R34, "round35": HEALTHY_R35}, healthy=True)
+                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31, "round32": HEALTHY_R32, "round33": HEALTHY_R33, "round34": HEALTHY_R34, "round35": HEALTHY_R35, "round36": HEALTHY_R36}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

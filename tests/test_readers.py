@@ -429,3 +429,40 @@ def test_names_written_without_the_role_prefix() -> None:
     assert normalize_key("completion_length").name == "response_length_mean"
     assert normalize_key("val_acc").name == "eval_reward:val_acc"
     assert normalize_key("score/median") is None
+
+
+
+def test_step_and_generation_times_told_in_one_sentence() -> None:
+    """Round 36: a step time and a generation time in one sentence are veRL's timing_s/step and timing_s/gen in seconds;
+    one duration read twice ("generation takes 30s per step") or a generation longer than the step is not."""
+    got = [p.values for p in parse_text("it takes about 7 min per step, and generating the completions is 4 min\n")
+           if p.values]
+    assert got == [{"timing_step_s": 420.0, "timing_gen_s": 240.0}]
+    for text in ("generation takes 30s per step\n", "each step takes 2 min and the rollout takes 5 min\n"):
+        assert [p.values for p in parse_text(text) if p.values] == [], text
+
+
+def test_llamafactory_trainer_log_records() -> None:
+    """Round 36: LLaMA-Factory's trainer_log.jsonl (LogCallback.on_log) gives its step as current_steps and the
+    Trainer's rewards/accuracies as "accuracy"."""
+    line = ('{"current_steps": 5, "total_steps": 275, "loss": 0.0, "accuracy": 1.0, "lr": 3.6e-06, "epoch": 0.09, '
+            '"percentage": 1.82, "elapsed_time": "0:00:47"}\n')
+    got = [(p.step, p.values) for p in parse_text(line) if p.values]
+    assert got == [(5, {"loss": 0.0, "dpo_accuracy": 1.0, "lr": 3.6e-06, "epoch": 0.09})]
+
+
+def test_a_typed_table_row_without_a_step_is_no_record() -> None:
+    """Round 36: under a header with a step column, a row whose step cell is a word is no step of that table."""
+    text = "| step | entropy |\n|---|---|\n| 1 | 0.29 |\n| raw_grad_norm | ~3.6e-5 |\n"
+    assert [(p.step, p.values) for p in parse_text(text) if p.values] == [(1, {"entropy": 0.29})]
+
+def test_dpo_saturation_from_loss_and_accuracy_alone() -> None:
+    """Round 36: a DPO log of loss and accuracy only (no margins) is saturated when the loss is below the rule's
+    loss_below with accuracy 1.0 on two logs (the sigmoid loss that low needs every pair's scaled margin above ~3);
+    a loss that is not that low is not."""
+    rec = ('{{"current_steps": {s}, "total_steps": 275, "loss": {l}, "accuracy": 1.0, "lr": 3e-06, "epoch": 0.1, '
+           '"percentage": 2.0}}\n')
+    sat = rec.format(s=5, l=0.0) + rec.format(s=10, l=0.0)
+    assert [f.category for f in diagnose_text(sat).findings][:1] == ["dpo_overoptimization_high_lr"]
+    fine = rec.format(s=5, l=0.45) + rec.format(s=10, l=0.41)
+    assert "dpo_overoptimization_high_lr" not in [f.category for f in diagnose_text(fine).findings]

@@ -546,16 +546,24 @@ def check_dpo_overopt(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | No
     acc = ctx.series("dpo_accuracy")
     loss = ctx.series("loss")
     chosen, rejected = ctx.values("dpo_reward_chosen"), ctx.values("dpo_reward_rejected")
-    if loss is None or (margin is None and not (chosen and rejected)):
+    if loss is None or (margin is None and not (chosen and rejected) and acc is None):
         return None
     ls = loss.buckets()[1]
-    ms = margin.buckets()[1] if margin is not None else [c - r for c, r in zip(chosen, rejected)]
+    if margin is None and not (chosen and rejected):
+        # round 36: a log of loss and accuracy only (LLaMA-Factory's trainer_log.jsonl): the sigmoid DPO loss
+        # -log sigmoid(beta * margin) averaged over the batch is below loss_below only when every pair's scaled margin
+        # is above -log(exp(loss_below) - 1) ~ 3, so loss < loss_below with accuracy 1.0 is saturation by itself
+        ms = [math.inf] * len(ls)
+    else:
+        ms = margin.buckets()[1] if margin is not None else [c - r for c, r in zip(chosen, rejected)]
     accs = acc.buckets()[1] if acc else [1.0] * len(ms)
     n = min(len(ms), len(ls), len(accs))
     sat = [i for i in range(n) if ls[i] < p["loss_below"] and accs[i] >= p["acc_above"] and ms[i] > p["margin_above"]]
     if len(sat) < p["min_points"]:
         return []
-    ev = [ctx.evidence("loss"), ctx.evidence("dpo_margin" if margin is not None else "dpo_reward_rejected")]
+    ev = [ctx.evidence("loss")]
+    if margin is not None or (chosen and rejected):
+        ev.append(ctx.evidence("dpo_margin" if margin is not None else "dpo_reward_rejected"))
     if acc:
         ev.append(ctx.evidence("dpo_accuracy"))
     cause = ""
@@ -566,8 +574,10 @@ def check_dpo_overopt(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | No
     lc = ctx.values("logps_chosen")
     if len(lc) >= 3 and levels(lc)[1] < levels(lc)[0]:
         ev.append(ctx.evidence("logps_chosen", note="chosen log-probs fall too"))
-    return [RuleHit("error", f"DPO saturated on {len(sat)} logs: loss < {p['loss_below']}, accuracy 1.0, margins "
-                             f"> {p['margin_above']:g} (max {_fmt(max(ms))}).", ev, cause=cause)]
+    margins = (f", margins > {p['margin_above']:g} (max {_fmt(max(ms))})" if not math.isinf(max(ms))
+               else " (no margins logged: a loss that low is a saturated sigmoid)")
+    return [RuleHit("error", f"DPO saturated on {len(sat)} logs: loss < {p['loss_below']}, accuracy 1.0{margins}.", ev,
+                    cause=cause)]
 
 
 def check_grad_spikes(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | None:

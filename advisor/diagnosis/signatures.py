@@ -245,6 +245,12 @@ def _compiled_trie(words: frozenset[str]) -> re.Pattern[str]:
     return re.compile(_trie_pattern(sorted(words)))  # built once per process, not once per session
 
 
+def _ratio_value(m: re.Match[str]) -> int:
+    """A ratio signature's number: group ``n``, or ``n2`` where a pattern's alternatives name it twice (Python's re
+    forbids one group name in two alternatives)."""
+    return int(m.group("n") or m.groupdict().get("n2") or 0)
+
+
 class SignatureScanner:
     """Feed lines with ``feed_line(line_no, text)``; read ``hits()`` at the end."""
 
@@ -631,7 +637,7 @@ class SignatureScanner:
         assert sig.before is not None and sig.after is not None
         m = sig.before.search(t)
         if m:
-            self._ratio_before[sig.id] = (line_no, int(m.group("n")))
+            self._ratio_before[sig.id] = (line_no, _ratio_value(m))
             rest = t[m.end():]
             m = sig.after.match(rest)  # the after value on the same line, right after ('tps 800 -> 400')
             if m is None:
@@ -640,7 +646,7 @@ class SignatureScanner:
             m = sig.after.search(t)
         if m and sig.id in self._ratio_before:
             b_line, before = self._ratio_before.pop(sig.id)
-            after = int(m.group("n"))
+            after = _ratio_value(m)
             if before > 0:
                 self.ratios.append({"sig": sig, "before_line": b_line, "after_line": line_no,
                                     "before": before, "after": after, "ratio": after / before,

@@ -129,6 +129,23 @@ _MARKUP = str.maketrans({"`": " ", "*": " "})
 """Markdown's inline code and emphasis around a record (``` `grad_norm=983040`, `kl=14087` ```, ``**0.373**``): read as
 spaces, so a value in a note's inline code is read as the same value in a log line (its points are labelled "prose":
 the line is a sentence, its wordings are read too)."""
+_DURATION = r"~?(?P<{g}>\d+(?:\.\d+)?)\s*(?P<{g}u>ms|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?)\b"
+_SECONDS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0,
+            "minute": 60.0, "minutes": 60.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0}
+_PROSE_STEP_TIME = re.compile(
+    r"(?i)(?:" + _DURATION.format(g="a") + r"\s*(?:per|/|each|a|for (?:a|each|one|every))\s*(?:training\s+|optimi[sz]er\s+)?"
+    r"(?:step|iteration|iter)\b|\b(?:each|one|a|every|per|the)\s+(?:training\s+)?(?:step|iteration)\s+(?:takes?|took|"
+    r"lasts?|lasted|is|was|needs?|needed)\s+(?:about|around|roughly|approximately|almost|nearly|over|~)?\s*"
+    + _DURATION.format(g="b") + r")")
+_PROSE_GEN_TIME = re.compile(
+    r"(?i)\b(?:generat\w*|rollouts?|sampling|decoding)\b(?:(?!\b(?:step|iteration|train\w*|update)\b)[^.;。\d]){0,40}?"
+    r"\b(?:takes?|took|taking|is|are|was|were|needs?|needed|spends?|spent|of|about|around|roughly|approximately|"
+    r"almost|nearly|over)?\s*(?:about|around|roughly|approximately|almost|nearly|over)?\s*" + _DURATION.format(g="c"))
+"""A step time and a generation time told in one sentence ("it takes about 7 min per step, and the time generating
+completions is 4 min"): read as veRL's timing_s/step and timing_s/gen (seconds), so the generation-share rule judges a
+narrated run as it judges its log. Both must be in the sentence, and the generation time no longer than the step."""
+
+
 _STEP_COLUMNS = ("step", "Step", "_step", "global_step", "train/global_step", "training/global_step", "iteration",
                  "iter", "current_steps")
 
@@ -547,6 +564,12 @@ class LogReader:
                     self._emit(out, raw, _as_step(obj.get("step")), self.line_no, "verl_jsonl")
                     return True
                 step = _as_step(obj.get("step", obj.get("global_step", obj.get("_step"))))
+                if "current_steps" in obj and "total_steps" in obj:
+                    # LLaMA-Factory's trainer_log.jsonl (src/llamafactory/train/callbacks.py LogCallback.on_log): its
+                    # step is current_steps and its "accuracy" is the Trainer's rewards/accuracies (DPO/ORPO/KTO)
+                    step = _as_step(obj["current_steps"])
+                    obj = {("rewards/accuracies" if k == "accuracy" else k): v for k, v in obj.items()
+                           if k not in ("current_steps", "total_steps", "percentage")}
                 raw = _flatten({k: v for k, v in obj.items() if k not in _NOT_METRICS})
                 if "train_runtime" not in raw:
                     self._emit(out, raw, step, self.line_no, "trl_jsonl")
@@ -596,6 +619,8 @@ class LogReader:
         if head is not None and self._table_sep == sep and len(cells) == len(head) \
                 and sum(n is not None for n in nums) >= max(1, sum(c not in _NO_VALUE for c in cells) // 2):
             # empty or '-' cells are steps a metric was not logged at (W&B exports of several metrics)
+            if sep == "|" and any(h in _STEP_COLUMNS and v is None for h, v in zip(head, nums)):
+                return  # a typed table's row whose step cell is a word ("| raw_grad_norm | ~3.6e-5 |") is no step
             raw = {h: v for h, v in zip(head, nums) if v is not None and h}
             step = None
             for key in _STEP_COLUMNS:
@@ -625,7 +650,7 @@ class LogReader:
             return False
         before = self.points_read
         for step, cell in zip(self._wide or (), cells):
-            num = parse_number(cell.strip("*`_ ")) if step is not None else None
+            num = _cell_number(cell) if step is not None else None
             if num is not None:
                 self._emit(out, {key: num}, step, self.line_no, "table")
         return self.points_read > before
@@ -638,7 +663,7 @@ class LogReader:
         key = cells[0].strip("*`_ ")
         if not key or " " in key or normalize_key(key) is None:
             return False
-        num = parse_number(cells[1].strip("*`_ "))
+        num = _cell_number(cells[1])
         if num is None:
             return False
         if self._summary_line is None or self.line_no - self._summary_line > 1:
@@ -692,6 +717,13 @@ class LogReader:
                 if a is not None and b is not None:
                     self._emit(out, {key: a}, None, self.line_no, "prose")
                     self._emit(out, {key: b}, None, self.line_no, "prose")
+        if ("step" in t or "iteration" in t) and ("generat" in t or "rollout" in t or "sampling" in t or "decoding" in t):
+            s, g = _PROSE_STEP_TIME.search(t), _PROSE_GEN_TIME.search(t)
+            if s and g and g.start("c") != s.start("a" if s.group("a") else "b"):  # two durations, not one read twice
+                step_s = float(s.group("a") or s.group("b")) * _SECONDS[(s.group("au") or s.group("bu")).lower()]
+                gen_s = float(g.group("c")) * _SECONDS[g.group("cu").lower()]
+                if 0 < gen_s <= step_s:
+                    self._emit(out, {"timing_s/step": step_s, "timing_s/gen": gen_s}, None, self.line_no, "prose")
         if "→" in t or "->" in t or "⟶" in t or "=>" in t:
             for m, key in _keyed_matches(_PROSE_CHAIN, t):
                 items = _ARROW.split(m.group("chain"))
