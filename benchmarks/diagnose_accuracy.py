@@ -65,7 +65,7 @@ batch 31 (9/17 = 53% at round 29), batch 32 (8/26 = 31% at round 30), batch 33 (
 joined development (34 and 35 at round 33), batch 36 (8/17 = 47% at the round-33 freeze; joined development at round 34);
 batch 37 (4/12 = 33% at the round-34 freeze; joined development at round 35);
 batch 38 (10/20 = 50% at the round-35 freeze; 7/16 = 44% without one collector's cases; joined development at
-round 36); batch 39 is the validation part."""
+round 36); batch 39 is the validation part (1/15 = 7% at the round-36 freeze)."""
 
 
 def case_split(batch: int) -> str:
