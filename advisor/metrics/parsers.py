@@ -539,8 +539,8 @@ class LogReader:
         if ":" in t or "=" in t:
             if self._kv_line(t, out):
                 return
-        if ("step" in t or "Step" in t or "iter" in t or " from " in t or "→" in t or "->" in t or "⟶" in t or "=>" in t) \
-                and " " in t and self._prose_line(t, out):
+        if ("step" in t or "Step" in t or "iter" in t or " from " in t or (">" in t and ("->" in t or "=>" in t))
+                or (not t.isascii() and ("→" in t or "⟶" in t))) and " " in t and self._prose_line(t, out):
             return
         if self._table_sep == " " or (" " in t and _WS_HEADER.match(t)):
             self._table_line(t, out, " ")
