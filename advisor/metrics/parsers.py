@@ -109,7 +109,8 @@ at step 300``, ``at step 40, loss=nan``, ``entropy fell from 1.2 to 0.01``. Only
 read (a setting such as ``beta=0.04 at step 0`` is not a metric), and only a value tied to a step or a change from one
 value to another: a single number in a sentence is not a curve. A line that opens with its step (``step 90: kl=5200``)
 ties the value to it as well."""
-_ARROW = re.compile(r"\s*(?:→|->|⟶|=>)\s*")
+_ARROWS = r"(?:→|->|⟶|=>)"
+_ARROW = re.compile(r"\s*" + _ARROWS + r"\s*")
 _CHAIN_ITEM = r"(?:(?:\bs|\bstep\s*)\d+\s+)?[~≈]?(?:" + _NUM + r")(?![\w.]|%)(?:\s*\([^()]{0,40}\))?"
 _PROSE_CHAIN = re.compile(
     _PROSE_KEY + r"(?:\s+(?:mean|max|min|avg|average|median|value|values|has|have|had|was|were|is|are|it|just|then|"
@@ -118,7 +119,7 @@ _PROSE_CHAIN = re.compile(
     r"spiked|spikes|surged|surges|plummeted|plummets|moved|moves|changed|changes|stayed|stays|decays|decayed|shrank|"
     r"shrinks|exploding|rising|falling|dropping|growing|collapsing|climbing)\b)){0,3}?\s*:?\s*(?:from\s+|\(\s*)?"
     r"(?P<chain>" + _CHAIN_ITEM
-    + r"(?:\s*(?:→|->|⟶|=>)\s*" + _CHAIN_ITEM + r")+)", re.IGNORECASE)
+    + r"(?:\s*" + _ARROWS + r"\s*" + _CHAIN_ITEM + r")+)", re.IGNORECASE)
 _CHAIN_STEP = re.compile(r"(?i)(?:\bs|\bstep\s*)(\d+)\b")
 _CHAIN_VALUE = re.compile(r"(?<![\w.])[~≈]?(" + _NUM + r")(?![\w.]|%)")
 """A metric's values joined by arrows, as run notes write a trend: ``sampling_logp_difference mean grows 0.025 → 0.17``,
@@ -156,7 +157,7 @@ _CELL_NUMBER = re.compile(
 """A hand-written table cell: a number with its unit word (``512 tok``, ``117.8 s``), a note in parentheses
 (``0.45 (best)``, ``117.8 s（含 save 16.9）``) or thousands separators (``1,024``). A percentage is not read (a share
 in percent is not the metric's logged scale), nor a cell with two numbers (``0 / 0``)."""
-_TIME_UNITS = {"ms": 1e-3, "min": 60.0, "mins": 60.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0}
+_TIME_UNITS = {u: _SECONDS[u] for u in ("ms", "min", "mins", "h", "hr", "hrs")}
 """Units a cell converts to seconds (the unit the timing metrics are logged in); every other unit word is a label."""
 
 
