@@ -251,13 +251,16 @@ PREFIXES: dict[str, Callable[[str], str]] = {
 
 def records_of(points: Iterable) -> list[Record]:
     """The records of parsed points, one per step in the order read (points of one step merged:
-    a per-metric summary table gives one point per row; a step repeated later is another record)."""
+    a per-metric summary table gives one point per row; a step repeated later is another record). A key rendered
+    with spaces around its slashes (a notebook's HTML table: ``completions / clipped_ratio``) is written as the
+    frameworks log it (``completions/clipped_ratio``): no console or table format of a real run has those spaces."""
     out: list[Record] = []
     for p in points:
-        if out and out[-1][0] == p.step and p.source == "table" and not set(p.raw) & set(out[-1][1]):
-            out[-1][1].update(p.raw)  # the next row of one summary table
+        raw = {re.sub(r"\s*/\s*", "/", k) if "/" in k else k: v for k, v in p.raw.items()}
+        if out and out[-1][0] == p.step and p.source == "table" and not set(raw) & set(out[-1][1]):
+            out[-1][1].update(raw)  # the next row of one summary table
         else:
-            out.append((int(p.step), dict(p.raw)))
+            out.append((int(p.step), raw))
     return [r for r in out if r[1]]
 
 

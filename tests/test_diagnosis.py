@@ -171,7 +171,10 @@ def test_entropy_collapse_and_kl_spike_fire() -> None:
     rows[40]["actor/kl_loss"] = 3.5
     cats = _categories(_verl_lines(rows))
     assert cats.get("entropy_collapse") == "error"
-    assert cats.get("kl_explosion") == "error"
+    # round 37: one spike that falls back at the next log is a warning (the k3 estimator's heavy tail); a second is an error
+    assert cats.get("kl_explosion") == "warning"
+    rows[50]["actor/kl_loss"] = 4.0
+    assert _categories(_verl_lines(rows)).get("kl_explosion") == "error"
 
 
 def test_entropy_spent_on_a_rising_reward_is_no_collapse_error() -> None:

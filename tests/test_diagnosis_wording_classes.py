@@ -2311,6 +2311,73 @@ HEALTHY_R36 = [
     ("# dpo 训练时 reward/acc 一直在 0.6 左右\n", "dpo_overoptimization_high_lr"),
 ]
 
+# round 37 (batch 39's misses, read after its measurement): SGLang's context-length refusal; Megatron-core's scheduler
+# assertion of a zero-step schedule; TRL's PPO mini-batch update beside a log-prob frame; an OOM-killed job as host
+# memory; hacking / tricking the scorer as a verb; wrong content rated well by the reward model; a thinking collapse;
+# the Korean of all-positive samples; '≈' between a key and its value (these sentences are written for the class)
+FIRST_R37 = [
+    ("openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': \"Requested token count exceeds the model's "
+     "maximum context length of 32768 tokens. You requested a total of 33000 tokens: 1000 tokens from the input messages "
+     "and 32000 tokens for the completion.\"}\n", "sequence_length_exceeds_model"),
+    ("  File \"/opt/Megatron-LM/megatron/core/optimizer_param_scheduler.py\", line 110, in __init__\n"
+     "    assert self.lr_decay_steps > 0\nAssertionError\n", "batch_size_misconfig"),
+    ("File /usr/local/lib/python3.10/dist-packages/trl/trainer/ppo_trainer.py:817, in PPOTrainer.step(self, queries)\n"
+     "--> 817     logprobs, logits, vpreds, _ = self.batched_forward_pass(self.model, q, r, inputs, return_logits=True)\n"
+     "    824     train_stats = self.train_minibatch(\n"
+     "File /usr/local/lib/python3.10/dist-packages/trl/core.py:62, in logprobs_from_logits(logits, labels)\n"
+     "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n", "oom_actor_train"),
+]
+
+TOP3_R37 = [
+    ("# saving the checkpoint OOM-killed every worker after a few seconds\n", "oom_host_cpu"),
+    ("# later in the run the policy learned to hack the reward model with long lists\n", "reward_hacking"),
+    ("# its summaries trick the judge into rating invented facts as faithful\n", "reward_hacking"),
+    ("# the answers are wrong but still receive a high score from the reward model\n", "reward_hacking"),
+    ("# after step 300 we saw a reasoning collapse: answers shrank to a single token\n", "reward_hacking_shortcut"),
+    ("# the policies abandon reasoning and output the answer tag alone\n", "reward_hacking_shortcut"),
+    ("# 이 문제들은 rollout 8개가 모두 정답이라 advantage 가 0 입니다\n", "zero_variance_groups"),
+    ("# at step 0 `mismatch_kl ≈ 4.2` and `reward ≈ 0.0` already\n", "rollout_train_logprob_mismatch"),
+]
+
+HEALTHY_R37 = [
+    ("# the KV cache holds 32768 tokens; prompts are at most 4096 tokens\n", "sequence_length_exceeds_model"),
+    ("# we added a KL term to prevent reasoning collapse, and the reasoning stays long\n", "reward_hacking_shortcut"),
+    ("# the judge scores wrong answers low and right answers high, as it should\n", "reward_hacking"),
+    ("# 이 문제들은 rollout 8개 중 절반이 정답입니다\n", "zero_variance_groups"),
+    ("# `mismatch_kl ≈ 0.001` and `reward ≈ 0.6` at step 40\n", "rollout_train_logprob_mismatch"),
+]
+
+
+def test_one_kl_spike_that_falls_back_is_a_warning() -> None:
+    """Round 37: a KL that jumps once and is back at its level on the next log (the k3 estimator's heavy tail) is a
+    warning; the same jump that stays up, or two such jumps, is an error (an explosion)."""
+    base = [0.004, 0.006, 0.005, 0.03, 0.05, 0.04]
+    once = base + [4.5, 0.09, 0.12, 0.1, 0.2, 0.11, 0.1]
+    stays = base + [4.5, 3.9, 5.2, 6.0, 4.8, 5.5, 6.1]
+    twice = base + [4.5, 0.09, 0.12, 3.8, 0.2, 0.11, 0.1]
+
+    def kl_findings(vals: list[float]) -> list[str]:
+        text = "".join(f"{{'loss': 0.01, 'reward': 1.{i}, 'kl': {v}, 'epoch': 0.{i:02d}}}\n" for i, v in enumerate(vals))
+        d = diagnose_text(text)
+        return [f.severity for f in d.findings if f.category == "kl_explosion"]
+    assert kl_findings(once) == ["warning"]
+    assert kl_findings(stays) == ["error"]
+    assert kl_findings(twice) == ["error"]
+
+
+def test_a_reward_at_zero_under_full_truncation_is_told_as_truncation() -> None:
+    """Round 37: every response cut at the cap and the reward constant at 0 - the truncation explains the reward, so it
+    is the error and the constant reward a warning; with normal lengths the constant reward stays the error."""
+    head = "step\treward\treward_std\tcompletions / mean_length\tcompletions / clipped_ratio\n"
+    cut = head + "".join(f"{i}\t0.0\t0.0\t4096.0\t1.0\n" for i in range(1, 9))
+    normal = head + "".join(f"{i}\t0.0\t0.0\t300.0\t0.0\n" for i in range(1, 9))
+    d = diagnose_text(cut)
+    sev = {f.category: f.severity for f in d.findings}
+    assert d.findings[0].category == "response_truncation" and sev.get("reward_function_misconfig") == "warning", sev
+    sev = {f.category: f.severity for f in diagnose_text(normal).findings}
+    assert sev.get("reward_function_misconfig") == "error" and "response_truncation" not in sev, sev
+
+
 def test_a_sentence_wrapped_over_two_lines_is_read_across_the_break() -> None:
     """Round 32: a description hard-wrapped mid-sentence is read across the line break (comment lines or plain
     lines); a line that ends its sentence, or a next line that starts a new one, is not joined."""
@@ -2344,7 +2411,7 @@ _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
                       "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20,
                       "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23, "round24": FIRST_R24,
-                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30, "round31": FIRST_R31, "round32": FIRST_R32, "round33": FIRST_R33, "round34": FIRST_R34, "round35": FIRST_R35})
+                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30, "round31": FIRST_R31, "round32": FIRST_R32, "round33": FIRST_R33, "round34": FIRST_R34, "round35": FIRST_R35, "round37": FIRST_R37})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
@@ -2352,7 +2419,7 @@ _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "roun
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
                      "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25,
                      "round26": TOP3_R26, "round27": TOP3_R27,
-                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31, "round32": TOP3_R32, "round33": TOP3_R33, "round34": TOP3_R34, "round35": TOP3_R35, "round36": TOP3_R36})
+                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31, "round32": TOP3_R32, "round33": TOP3_R33, "round34": TOP3_R34, "round35": TOP3_R35, "round36": TOP3_R36, "round37": TOP3_R37})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
@@ -2361,7 +2428,7 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
                         "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
                         "round25": HEALTHY_R25, "round26": HEALTHY_R26, "round27": HEALTHY_R27,
-                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31, "round32": HEALTHY_R32, "round33": HEALTHY_R33, "round34": HEALTHY_R34, "round35": HEALTHY_R35, "round36": HEALTHY_R36}, healthy=True)
+                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31, "round32": HEALTHY_R32, "round33": HEALTHY_R33, "round34": HEALTHY_R34, "round35": HEALTHY_R35, "round36": HEALTHY_R36, "round37": HEALTHY_R37}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)

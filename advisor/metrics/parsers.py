@@ -70,7 +70,7 @@ _NEMO_STEP = re.compile(r"\bStep\s+(\d+)\s*/\s*(\d+)\b")
 _NEMO_ITEM = re.compile(r"^[•◦▪]\s*([A-Za-z][\w \-/().]*?)\s*:\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\s*(s|ms|%)?")
 _STRUCTURED = frozenset({"verl_jsonl", "trl_jsonl", "table", "csv", "json_array"})
 _CONT_START = re.compile(r"^[\w/:.@\-]")
-_KV_PAIR = re.compile(r"(?:^|(?<=[\s|,;]))([A-Za-z_][\w/.@\-]*)\s*[:=]\s*(?:np\.float\d*\()?"
+_KV_PAIR = re.compile(r"(?:^|(?<=[\s|,;]))([A-Za-z_][\w/.@\-]*)\s*(?:[:=≈]|~=)\s*(?:np\.float\d*\()?"
                       r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf|NaN|Inf))(?=[\s|,;)]|$)")
 _VERTICAL_KV = re.compile(r"^([A-Za-z_][\w.@\-]*/[\w/.@\-]*\w):\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|nan|NaN|inf)"
                           r"(?:\s+\(\s*[-+]?\d+(?:\.\d+)?\s*%\s*\))?\s*$")
@@ -537,7 +537,7 @@ class LogReader:
         if "\t" in t:
             self._table_line(t, out, "\t")
             return
-        if ":" in t or "=" in t:
+        if ":" in t or "=" in t or "\u2248" in t:  # '≈': "gen_kl_error ≈ 13" in a report
             if self._kv_line(t, out):
                 return
         if ("step" in t or "Step" in t or "iter" in t or " from " in t or (">" in t and ("->" in t or "=>" in t))

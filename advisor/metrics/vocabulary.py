@@ -78,12 +78,19 @@ def _role_suffix_index() -> dict[str, Resolved]:
     return {s: r for s, r in best.items() if len(found[s]) == 1}
 
 
+_SPACED_SLASH = re.compile(r"\s*/\s*")
+
+
 @lru_cache(maxsize=65536)
 def normalize_key(raw_key: str) -> Resolved | None:
     """The normalised name of ``raw_key`` (``None`` when the key is not in the vocabulary).
 
-    Exact keys first, then the key without a ``train/`` prefix, then the family patterns.
+    Exact keys first, then the key without a ``train/`` prefix, then the family patterns. Spaces around a
+    key's slashes are dropped first: hand-copied tables and notebook renderings of the Trainer's logs write
+    ``completions / clipped_ratio`` for ``completions/clipped_ratio``.
     """
+    if " /" in raw_key or "/ " in raw_key:
+        return normalize_key(_SPACED_SLASH.sub("/", raw_key.strip()))
     index = _exact_index()
     candidates = [raw_key] + [raw_key[len(p):] for p in _PREFIXES if raw_key.startswith(p)]
     for cand in candidates:
