@@ -80,10 +80,6 @@ KNOWN_FORMAT_GAPS: dict[str, str] = {
         "whitespace table (the notebook's 'Training Loss' column name has a space, so the rewritten table is not read); "
         "the original's third and fourth readings are similar-known-cases guesses that move with each format's words, "
         "and the NeMo-RL console's bullets add a zero_variance_groups warning"),
-    "yangzhou-verl-ppo-qwen05b-gsm8k-1gpu-435-steps": (
-        "batch 1 (passes): response_truncation in every format; the original's second reading is a similar-known-cases "
-        "oom_gpu guess at 0.45, which the W&B history CSV's words put below the threshold since the index's round-37 "
-        "rebuild (batch 39 joined it)"),
     "tinylean-rl-e015-grpo-lean-smoke-3-of-4-steps-zero-grad-uniform-groups": (
         "batch 36 (joined development at round 34; passes): since round 35 its hand-typed table is read (cells such as "
         "'0（全零组）', '83.5 s（含 save 16.9）'), so grad_norm 0 on three of four steps adds vanishing_gradient beside "
@@ -93,10 +89,6 @@ KNOWN_FORMAT_GAPS: dict[str, str] = {
         "batch 37 (joined development at round 35; passes): rollout_train_logprob_mismatch from the arrow chain of "
         "sampling_logp_difference in every format; the original's two other readings are the sentence 'Reward does "
         "not climb', which the rewritten records do not carry"),
-    "verlvllm-rlnotes-trloo-qwen3-06b-1step-smoke-all-zero": (
-        "healthy_false_alarm, passes: the original's only problem reading, ray_actor_death at 0.27, is a similar-known-"
-        "cases guess from its notes' words (a neighbour in the known-case index since its rebuild at round 33; the fresh-clone CI of 2c031cf failed on it); the W&B CSV export carries no "
-        "words, so no guess - healthy either way"),
     "website-sanitizer-unsloth-trl-grpo-all-rollouts-truncated-128-zero-reward-kl-10832": (
         "batch 36 (joined development at round 34; passes): the same three readings in every format, but the NeMo-RL "
         "console's records put zero_variance_groups before kl_explosion (equal severity, the order of the evidence)"),

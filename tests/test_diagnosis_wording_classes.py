@@ -2348,6 +2348,39 @@ HEALTHY_R37 = [
 ]
 
 
+# round 38 (batch 40's misses, read after its measurement): torch's optimizer-state allocation as the update's OOM; SGLang's
+# scheduler exception after a weight update; numpy's empty reduction with batch sizes named; a sample longer than the
+# dynamic-batching token budget; gradient checkpointing turned off; host memory growing until the program ends; no tool
+# calls received (these sentences are written for the class)
+FIRST_R38 = [
+    ("  File \"/usr/lib/python3.11/site-packages/torch/optim/adamw.py\", line 160, in _init_group\n"
+     "    state[\"exp_avg\"] = torch.zeros_like(p, memory_format=torch.preserve_format)\n"
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB.\n", "oom_actor_train"),
+    ("INFO:     127.0.0.1:40112 - \"POST /update_weights_from_distributed HTTP/1.1\" 200 OK\n"
+     "[2026-02-01 10:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+     "  File \"/sgl/python/sglang/srt/managers/scheduler.py\", line 2901, in run_scheduler_process\n", "vllm_weight_sync_failure"),
+    ("+ trainer.train_batch_size=4 actor.ppo_mini_batch_size=4\n"
+     "ValueError: zero-size array to reduction operation maximum which has no identity\n", "batch_size_misconfig"),
+    ("AssertionError: max_token_len must be greater than the sequence length. Got max_token_len=4096 and max_seq_len=9216\n",
+     "batch_size_misconfig"),
+]
+
+TOP3_R38 = [
+    ("# turning off gradient checkpointing, the 7B run goes OOM right away; without gradient checkpointing it cannot fit\n",
+     "oom_actor_train"),
+    ("# host side: the memory usage keeps growing over the epochs and the job was killed near 400 GB\n", "oom_host_cpu"),
+    ("# the environment received no tool calls at all, so every episode ended after one turn\n", "tool_call_parse_errors"),
+    ("# one sequence of 12k tokens is longer than max_tokens_per_gpu (8192) and the packer fails\n", "batch_size_misconfig"),
+]
+
+HEALTHY_R38 = [
+    ("# we use gradient checkpointing and ZeRO-3; memory peaks at 61 GB of 80\n", "oom_actor_train"),
+    ("# the OOM in the comments below is a different problem; this run trains fine\n", "oom_gpu"),
+    ("# memory usage keeps increasing during the first epoch and then stays flat at 90 GB\n", "oom_host_cpu"),
+    ("# the agent made 3.2 tool calls per episode on average\n", "tool_call_parse_errors"),
+]
+
+
 def test_one_kl_spike_that_falls_back_is_a_warning() -> None:
     """Round 37: a KL that jumps once and is back at its level on the next log (the k3 estimator's heavy tail) is a
     warning; the same jump that stays up, or two such jumps, is an error (an explosion)."""
@@ -2411,7 +2444,7 @@ _FIRST_ALL = _tagged({"base": FIRST, "vocab": FIRST_VOCAB, "round4": FIRST_R4, "
                       "round14": FIRST_R14, "round15": FIRST_R15, "round16": FIRST_R16,
                       "round17": FIRST_R17, "round18": FIRST_R18, "round19": FIRST_R19, "round20": FIRST_R20,
                       "round21": FIRST_R21, "round22": FIRST_R22, "round23": FIRST_R23, "round24": FIRST_R24,
-                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30, "round31": FIRST_R31, "round32": FIRST_R32, "round33": FIRST_R33, "round34": FIRST_R34, "round35": FIRST_R35, "round37": FIRST_R37})
+                      "round27": FIRST_R27, "round28": FIRST_R28, "round30": FIRST_R30, "round31": FIRST_R31, "round32": FIRST_R32, "round33": FIRST_R33, "round34": FIRST_R34, "round35": FIRST_R35, "round37": FIRST_R37, "round38": FIRST_R38})
 _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "round5": TOP3_R5,
                      "round6": TOP3_R6, "round7": TOP3_R7, "round9": TOP3_R9, "round10": TOP3_R10,
                      "round10b": TOP3_R10B, "round11": TOP3_R11, "round12": TOP3_R12, "round13": TOP3_R13,
@@ -2419,7 +2452,7 @@ _TOP3_ALL = _tagged({"base": TOP3, "vocab": TOP3_VOCAB, "round4": TOP3_R4, "roun
                      "round17": TOP3_R17, "round18": TOP3_R18, "round19": TOP3_R19, "round20": TOP3_R20,
                      "round21": TOP3_R21, "round22": TOP3_R22, "round23": TOP3_R23, "round24": TOP3_R24, "round25": TOP3_R25,
                      "round26": TOP3_R26, "round27": TOP3_R27,
-                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31, "round32": TOP3_R32, "round33": TOP3_R33, "round34": TOP3_R34, "round35": TOP3_R35, "round36": TOP3_R36, "round37": TOP3_R37})
+                     "round28": TOP3_R28, "round29": TOP3_R29, "round30": TOP3_R30, "round31": TOP3_R31, "round32": TOP3_R32, "round33": TOP3_R33, "round34": TOP3_R34, "round35": TOP3_R35, "round36": TOP3_R36, "round37": TOP3_R37, "round38": TOP3_R38})
 _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALTHY_R4, "round5": HEALTHY_R5,
                         "round6": HEALTHY_R6, "round7": HEALTHY_R7, "round9": HEALTHY_R9,
                         "round10": HEALTHY_R10, "round10b": HEALTHY_R10B, "round11": HEALTHY_R11, "round12": HEALTHY_R12,
@@ -2428,7 +2461,7 @@ _HEALTHY_ALL = _tagged({"base": HEALTHY, "vocab": HEALTHY_VOCAB, "round4": HEALT
                         "round19": HEALTHY_R19, "round20": HEALTHY_R20,
                         "round21": HEALTHY_R21, "round22": HEALTHY_R22, "round23": HEALTHY_R23, "round24": HEALTHY_R24,
                         "round25": HEALTHY_R25, "round26": HEALTHY_R26, "round27": HEALTHY_R27,
-                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31, "round32": HEALTHY_R32, "round33": HEALTHY_R33, "round34": HEALTHY_R34, "round35": HEALTHY_R35, "round36": HEALTHY_R36, "round37": HEALTHY_R37}, healthy=True)
+                        "round28": HEALTHY_R28, "round29": HEALTHY_R29, "round30": HEALTHY_R30, "round31": HEALTHY_R31, "round32": HEALTHY_R32, "round33": HEALTHY_R33, "round34": HEALTHY_R34, "round35": HEALTHY_R35, "round36": HEALTHY_R36, "round37": HEALTHY_R37, "round38": HEALTHY_R38}, healthy=True)
 
 
 @pytest.mark.parametrize("text,expected", _FIRST_ALL)
