@@ -66,7 +66,8 @@ joined development (34 and 35 at round 33), batch 36 (8/17 = 47% at the round-33
 batch 37 (4/12 = 33% at the round-34 freeze; joined development at round 35);
 batch 38 (10/20 = 50% at the round-35 freeze; 7/16 = 44% without one collector's cases; joined development at
 round 36); batch 39 (1/15 = 7% at the round-36 freeze; joined development at round 37); batch 40 (13/24 = 54% at the
-round-37 freeze; joined development at round 38); batch 41 is the validation part."""
+round-37 freeze; joined development at round 38); batch 41 is the validation part (3/11 = 27% at the round-38
+freeze)."""
 
 
 def case_split(batch: int) -> str:

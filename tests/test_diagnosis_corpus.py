@@ -388,7 +388,7 @@ def test_documented_misses_are_development_cases() -> None:
     assert all(len(why) > 20 for why in DEVELOPMENT_MISSES.values())
 
 
-MEASURED_VALIDATION: tuple[int, int] | None = None
+MEASURED_VALIDATION: tuple[int, int] | None = (3, 11)
 """The validation batch (``VALIDATION_BATCH``, now 41) as first measured, blind, at its rule freeze:
 (passed, cases), the floor below which a change is a regression on held-out cases. None until it is
 measured (the validation tests skip until batch 34 is measured); whoever measures it records the figure
@@ -443,7 +443,7 @@ at the round-31 freeze: 7/17 = 41%, joined development at round 32; batch 34, fi
 threads by error strings, 5 metric threads and pull requests, 7 papers' failed runs, 2 threads of projects beside
 the frameworks; the healthy-run collector kept none; none dropped), at the round-32 freeze: 5/17 = 29%; batch 35,
 four blind collectors (3 papers' failed runs, 5 crash threads by error strings, 3 English web pages, 1 Korean page;
-none dropped), measured at the same freeze: 7/12 = 58%; batches 34 and 35 together 12/29 = 41%, both joined development at round 33; batch 36, four blind collectors (7 committed run records, 2 threads of the inference libraries opened by RL users, 5 recent framework threads, 3 Chinese-language sources; none dropped), at the round-33 freeze: 8/17 = 47%, joined development at round 34; batch 37, four blind collectors (5 owners' experiment notes and a committed log, 2 Hugging Face discussions, 3 threads of projects beside the frameworks, 2 papers' failed runs; none dropped), at the round-34 freeze: 4/12 = 33%, joined development at round 35; batch 38, four blind collectors (7 English write-ups of people's own runs, 6 threads of fine-tuning toolkits, 4 Japanese reports committed by their owners, 3 framework threads of 2024-25; none dropped), at the round-35 freeze: 10/20 = 50%, 7/16 = 44% without the four cases of the collector that saw rule text, joined development at round 36; batch 39, four blind collectors (4 papers' failed runs, 6 notebooks and Korean/Russian owners' reports, 5 threads and pull requests of infrastructure-heavy stacks, no forum thread; none dropped), at the round-36 freeze: 1/15 = 7%, the lowest yet, joined development at round 37; batch 40, six blind collectors (8 threads of agentic RL stacks, 3 threads of the inference engines opened by RL users, 3 threads of fine-tuning toolkits, 2 write-ups outside issue trackers, 4 threads of newer stacks, 4 threads of reasoning-reproduction and vision-language RL repositories; none dropped), at the round-37 freeze: 13/24 = 54%, joined development at round 38; the validation part is batch 41)."""
+none dropped), measured at the same freeze: 7/12 = 58%; batches 34 and 35 together 12/29 = 41%, both joined development at round 33; batch 36, four blind collectors (7 committed run records, 2 threads of the inference libraries opened by RL users, 5 recent framework threads, 3 Chinese-language sources; none dropped), at the round-33 freeze: 8/17 = 47%, joined development at round 34; batch 37, four blind collectors (5 owners' experiment notes and a committed log, 2 Hugging Face discussions, 3 threads of projects beside the frameworks, 2 papers' failed runs; none dropped), at the round-34 freeze: 4/12 = 33%, joined development at round 35; batch 38, four blind collectors (7 English write-ups of people's own runs, 6 threads of fine-tuning toolkits, 4 Japanese reports committed by their owners, 3 framework threads of 2024-25; none dropped), at the round-35 freeze: 10/20 = 50%, 7/16 = 44% without the four cases of the collector that saw rule text, joined development at round 36; batch 39, four blind collectors (4 papers' failed runs, 6 notebooks and Korean/Russian owners' reports, 5 threads and pull requests of infrastructure-heavy stacks, no forum thread; none dropped), at the round-36 freeze: 1/15 = 7%, the lowest yet, joined development at round 37; batch 40, six blind collectors (8 threads of agentic RL stacks, 3 threads of the inference engines opened by RL users, 3 threads of fine-tuning toolkits, 2 write-ups outside issue trackers, 4 threads of newer stacks, 4 threads of reasoning-reproduction and vision-language RL repositories; none dropped), at the round-37 freeze: 13/24 = 54%, joined development at round 38; batch 41, three blind collectors (3 threads of domain-specific agent RL repositories, 3 threads of other modalities' and domains' RL, 5 threads of reward-model, preference and reward-side training; none dropped), at the round-38 freeze: 3/11 = 27%; the validation part is batch 41)."""
 
 
 def _validation() -> tuple[list[str], list[tuple[str, str]], int]:
@@ -472,6 +472,12 @@ def test_validation_share_not_below_its_first_measurement() -> None:
     assert len(passed) >= floor, f"{len(passed)}/{n} validation cases; misses: {misses}"
 
 
+@pytest.mark.xfail(strict=True, reason="batch 41 measured once at the round-38 freeze: 3/11 = 27% (goal 90%). Its misses, "
+                   "by kind (from the miss lines only; not read yet): crash logs (2: a threaded reward's verifier failing with "
+                   "no finding, a hanging rollout loop read as an NCCL timeout); told in words (5, no finding: a reward "
+                   "function taking most of the step with the GPU idle, an agent's output structure breaking, a distributed "
+                   "call timing out, an agent learning to skip its tools, every math score zero from the reward workers); "
+                   "healthy runs 1/2 (a DPO smoke test's ln 2 record read as no learning signal, an error)")
 def test_validation_share() -> None:
     """The issue's goal on the held-out batch (>= 90%). If the recorded first measurement is below it, the
     recorder marks this a strict xfail naming the misses' kinds (as batch 2's was), not a rule fitted to them."""
