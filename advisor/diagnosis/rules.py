@@ -316,7 +316,7 @@ def check_kl_explosion(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | N
             vals = [abs(v) for v in maxs]
             standing = [i for i in idx if i + 1 < len(vals) and vals[i] > p["factor"] * median(vals[i + 1:i + 21])]
             after = vals[standing[0] + 1:] if len(standing) == 1 else []
-            isolated = bool(after) and len([i for i in idx if i + 1 == len(vals)]) == 0 \
+            isolated = bool(after) and idx[-1] + 1 < len(vals) \
                 and max(after) * p["factor"] <= vals[standing[0]] and recent <= p["kl_level"]
             tail = " once and fell back at the next log" if isolated else ""
             hits.append(RuleHit("warning" if isolated else "error",
@@ -471,11 +471,12 @@ def check_zero_variance(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | 
 def check_reward_constant(ctx: RuleContext, p: dict[str, Any]) -> list[RuleHit] | None:
     hits = _reward_constant(ctx, p)
     clip = ctx.values("response_clip_ratio")
-    if hits and clip and levels(clip)[1] >= p["cut_share"]:
+    cut = levels(clip)[1] if hits and clip else 0.0
+    if cut >= p["cut_share"]:
         # most responses end at the cap: an unfinished answer scores 0 under any verifier (response_truncation's error)
         for h in hits:
             h.severity = "warning"
-            h.summary += f" Most responses are cut at the length cap (clip ratio {_fmt(levels(clip)[1])}): the " \
+            h.summary += f" Most responses are cut at the length cap (clip ratio {_fmt(cut)}): the " \
                          "truncation explains a constant reward."
             h.evidence.append(ctx.evidence("response_clip_ratio"))
     return hits
