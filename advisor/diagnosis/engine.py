@@ -25,10 +25,11 @@ from advisor.diagnosis.samples import SampleFormat
 from advisor.diagnosis.prefilter import (MARKER, METRIC, NONFINITE, RECORD, SIGNAL, context_lines, marker_ends,
                                          prose_scan_chars, prose_scan_lines, record_and_line_ends)
 from advisor.diagnosis.signatures import SigHit, SignatureScanner
-from advisor.diagnosis.similar import TextSample
+from advisor.diagnosis.similar import CLASS_RULE_ID, TextSample, class_findings
 from advisor.diagnosis.similar import findings as similar_findings
 from advisor.diagnosis.tables import make_fixes, rules, taxonomy
 from advisor.metrics import MetricPoint, SeriesStore, detect_format, make_reader
+from advisor.metrics.line_prefix import strip_prefix
 from advisor.metrics.parsers import MAX_LINE_CHARS, LogReader, TrainerStateReader
 
 PLOT_METRICS = ("reward_mean", "kl", "kl_seq", "entropy", "response_length_mean", "response_clip_ratio",
@@ -405,7 +406,7 @@ class DiagnosisSession:
         if kinds & (SIGNAL | MARKER) and not isinstance(self.reader, TrainerStateReader) \
                 and not _looks_binary(text):  # random bytes spell 'OOM' by chance: no evidence there
             if not points:
-                self.sample.add(text)
+                self.sample.add(strip_prefix(text))  # a runner's prefix (Ray worker, pid, ip) says nothing of the problem
             stripped = text.lstrip()
             # a sentence the metric reader read values from (source "prose": "length went from 183 to 1024 (the
             # cap, ...)") is still a sentence: its wordings are read too; a machine record is the metric rules' alone
@@ -466,9 +467,12 @@ class DiagnosisSession:
         findings.sort(key=lambda f: (-f.score, _first_line(f)))
         findings += similar_findings(self.sample.text(), findings, framework, self.plan,
                                      self.exclude_sources)  # retrieval: after every rule finding
+        if not findings and not self.store.points:  # nothing measured, nothing found: what to check first
+            findings = class_findings(self.sample.text(), framework, self.plan, self.exclude_sources)
         notable = [f for f in findings if f.severity in ("error", "warning")]
-        if not self.store.points and not findings:
-            # Nothing measured and nothing recognised: "healthy" would be a claim without evidence.
+        if not self.store.points and not [f for f in findings if f.rule != CLASS_RULE_ID]:
+            # Nothing measured and nothing recognised (a hypothesis by wording is not recognition):
+            # "healthy" would be a claim without evidence.
             status = "no_data"
         else:
             status = "problems" if notable else "healthy"

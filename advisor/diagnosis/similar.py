@@ -39,6 +39,16 @@ LINE_CHARS = 400
 """A single line contributes at most this many characters (a megabyte-long line is one line)."""
 
 RULE_ID = "similar_case"
+CLASS_RULE_ID = "similar_wording"
+CLASS_TOP = 3
+"""When nothing else was found, at most this many categories are offered as hypotheses: a shortlist
+of three, the length diagnose_accuracy reads for a description (the expected category in the top 3)."""
+CLASS_MIN_TERMS = 25
+"""Distinct known terms a text needs before it gets hypotheses: a remark of a line or two names a topic
+("the reward manager reads them fine"), not a problem. Set on development data: 25 is the smallest
+count at which none of the 457 healthy wordings of tests/test_diagnosis_wording_classes.py gets a
+hypothesis (12, the retrieval's ``min_terms``, gave 10), while the held-out figure of
+benchmarks/class_fallback_retro.py is the same from 12 to 30 (its texts are longer)."""
 TABLE = "diagnosis_known_cases.yaml"
 HEALTHY = frozenset({"healthy", "healthy_false_alarm"})
 
@@ -207,6 +217,8 @@ class KnownCaseIndex:
         for tf in counts:
             df.update(tf.keys())
         self.idf = {t: math.log((1 + n) / (1 + d)) + 1.0 for t, d in df.items()}
+        self._sums: dict[str, dict[str, float]] | None = None
+        self._norms: dict[str, float] = {}
         self.vectors: list[dict[str, float]] = []
         for tf in counts:
             vec = {t: (1.0 + math.log(k)) * self.idf[t] for t, k in tf.items()}
@@ -235,6 +247,53 @@ class KnownCaseIndex:
                 scored.append(Neighbour(case, s))
         scored.sort(key=lambda nb: -nb.similarity)
         return scored[:k]
+
+    def rank_categories(self, counts: dict[str, int], exclude_sources: frozenset[str] = frozenset(),
+                        min_terms: int = 1) -> list[tuple[str, float, Neighbour | None]]:
+        """Categories by the cosine similarity of the query to each category's centroid, best first,
+        each with its nearest case. Rocchio classification (Rocchio 1971; Manning, Raghavan & Schuetze
+        2008, *Introduction to Information Retrieval*, section 14.2): a category is the sum of its
+        cases' unit TF-IDF vectors, so the wording shared by many of its cases outweighs one case's
+        particulars, which is what a text in new words about a known kind of problem has in common with
+        it. The cases of an excluded thread are taken out of their centroids, so a known case is never
+        ranked by itself. Empty under ``min_terms``."""
+        q = self.query_vector(counts)
+        if len(q) < max(1, min_terms):
+            return []
+        sums, norms = self._centroids()
+        left_out: dict[str, Counter[str]] = {}
+        best: dict[str, Neighbour] = {}
+        for case, vec in zip(self.cases, self.vectors):
+            cat = case["category"]
+            if case["source"] in exclude_sources:
+                left_out.setdefault(cat, Counter()).update(vec)
+                continue
+            small, big = (q, vec) if len(q) < len(vec) else (vec, q)
+            s = sum(w * big.get(t, 0.0) for t, w in small.items())
+            if s > 0 and (cat not in best or s > best[cat].similarity):
+                best[cat] = Neighbour(case, s)
+        ranked = []
+        for cat, vec in sums.items():
+            norm2 = norms[cat]
+            if cat in left_out:  # the centroid without the excluded thread's cases
+                vec = {t: v - left_out[cat].get(t, 0.0) for t, v in vec.items()}
+                norm2 = sum(v * v for v in vec.values())
+            if norm2 > 1e-9:
+                ranked.append((cat, sum(w * vec.get(t, 0.0) for t, w in q.items()) / math.sqrt(norm2), best.get(cat)))
+        ranked.sort(key=lambda r: -r[1])
+        return ranked
+
+    def _centroids(self) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+        """Per category the sum of its cases' unit vectors and the sum's squared norm (built once)."""
+        if self._sums is None:
+            sums: dict[str, Counter[str]] = {}
+            for case, vec in zip(self.cases, self.vectors):
+                acc = sums.setdefault(case["category"], Counter())
+                for t, v in vec.items():
+                    acc[t] += v
+            self._sums = {cat: dict(c) for cat, c in sums.items()}
+            self._norms = {cat: sum(v * v for v in c.values()) for cat, c in self._sums.items()}
+        return self._sums, self._norms
 
 
 @lru_cache(maxsize=1)
@@ -295,8 +354,9 @@ def findings(text: str, found: list[Any], framework: str | None, plan: object | 
     resolution) instead. When a rule read an error from a log line there is no retrieval at all (the
     framework's own message is the better evidence, retrieval is the fallback, and a crash log then
     never pays for loading the table). Healthy neighbours give an info
-    finding (a thread where this was expected), every other category a warning. Empty when nothing
-    is similar enough."""
+    finding (a thread where this was expected), every other category a warning. When no rule and no
+    neighbour found anything in a text with no metric record, the engine offers the categories
+    nearest as a whole as info hypotheses (``class_findings``)."""
     if not text.strip():
         return []
     from advisor.diagnosis.model import Finding
@@ -326,6 +386,59 @@ def findings(text: str, found: list[Any], framework: str | None, plan: object | 
             confidence=round(0.2 + 0.3 * v.share * min(1.0, best.similarity / 0.5), 2),
             score=round(10 * best.similarity, 3)))  # below every rule finding (>= 100)
     return out
+
+
+def class_findings(text: str, framework: str | None, plan: object | None = None,
+                   exclude_sources: Iterable[str] = ()) -> list[Any]:
+    """Hypotheses when nothing was measured and nothing else was found (the engine asks only then: a
+    run whose metrics were read and passed every rule is healthy, not a text to guess about): the
+    ``CLASS_TOP`` categories whose known cases the text's wording is nearest to as a whole
+    (``KnownCaseIndex.rank_categories``), each at severity info with the nearest case of the category
+    as evidence. A report in new words about a known kind of problem shares little with any single
+    case (no neighbour passes the similarity threshold) but much with the category's cases together.
+    Nothing when the text reads most like the healthy cases (a run that is fine is not given problems
+    to check), when it holds no sentence, or when it has fewer than ``CLASS_MIN_TERMS`` terms the
+    index knows. Never a warning or an error: these are what to check first, not what was found
+    (measured in benchmarks/class_fallback_retro.py)."""
+    from advisor.diagnosis.model import Evidence, Finding
+    from advisor.diagnosis.tables import taxonomy
+
+    index, _ = _packaged()
+    tax = taxonomy()
+    ranked = [r for r in class_ranking(text, index, CLASS_MIN_TERMS, frozenset(exclude_sources)) if r[0] in tax]
+    out = []
+    for rank, (cat, sim, nb) in enumerate(ranked, 1):
+        evidence = [] if nb is None else [Evidence(
+            kind="case", note=f"nearest known case of the category {nb.case['id']}: {nb.case['source']} "
+            f"(similarity {nb.similarity:.2f}): {nb.case['resolution']}")]
+        out.append(Finding(
+            category=cat, title=tax[cat]["title"], severity="info", rule=CLASS_RULE_ID,
+            summary=(f"No rule matched. By its wording the text reads most like the known cases of this "
+                     f"category (rank {rank} of {CLASS_TOP}, similarity {sim:.2f}): a hypothesis to check, "
+                     "not a finding"),
+            evidence=evidence, likely_cause="" if nb is None else nb.case["resolution"],
+            fixes=_category_fixes(cat, framework, plan), source=nb.case["source"] if nb else "",
+            confidence=round(min(0.3, 0.1 + sim / 2), 2), score=round(sim, 3)))  # below the similar cases
+    return out
+
+
+def class_ranking(text: str, index: KnownCaseIndex, min_terms: int,
+                  exclude_sources: frozenset[str] = frozenset()) -> list[tuple[str, float, Neighbour | None]]:
+    """The ``CLASS_TOP`` problem categories nearest to ``text`` as a whole (category, similarity,
+    nearest case of it); none for a text without a sentence, with fewer than ``min_terms`` known terms,
+    or whose nearest category is a healthy one."""
+    if not has_sentence(text):
+        return []
+    counts = term_counts(text)
+    ranked = index.rank_categories(counts, exclude_sources, min_terms) if counts else []
+    if not ranked or ranked[0][0] in HEALTHY:
+        return []
+    return [r for r in ranked if r[0] not in HEALTHY][:CLASS_TOP]
+
+
+def class_categories(text: str, index: KnownCaseIndex, min_terms: int,
+                     exclude_sources: frozenset[str] = frozenset()) -> list[str]:
+    return [cat for cat, _, _ in class_ranking(text, index, min_terms, exclude_sources)]
 
 
 def _evidence(v: Vote) -> list[Any]:
