@@ -14,7 +14,7 @@ a healthy case passes without an error finding, and hypotheses are never errors)
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/class_fallback_retro.py [--show]
 
-Needs the git history (a clone, not an archive); about 4 minutes on one core. Prints per batch the
+Needs the git history (a clone, not an archive); about 2-4 minutes. Prints per batch the
 recorded figure, the figure with hypotheses, and how often hypotheses were offered on problem and on
 healthy cases (on a healthy case they are info-level hypotheses, not alarms, but they are a cost).
 """
@@ -42,10 +42,10 @@ from advisor.diagnosis import similar  # noqa: E402
 
 FREEZES = {27: "38c9940", 28: "8ecb72f", 29: "58b91a5", 30: "05d0cd2", 31: "17546ee", 32: "9da3dda",
            33: "e048b03", 34: "eb5a4f2", 35: "f0eed0b", 36: "68f8ac7", 37: "58ccefc", 38: "e255fce",
-           39: "a07ab2a", 40: "91f1edf"}
+           39: "a07ab2a", 40: "91f1edf", 41: "f60e14f"}
 """Held-out batch -> the commit that measured it once at its freeze (git log: "Batch N measured once ...";
 batch 35 was measured with batch 34 at f0eed0b). The current validation batch is not here: it is
-measured by diagnose_accuracy.py, once per freeze."""
+measured by diagnose_accuracy.py, once per freeze; it joins this table when it joins development."""
 
 _AT_FREEZE = """
 import json, sys

@@ -185,9 +185,6 @@ KNOWN_DEEP_GAPS: dict[str, str] = {
     "hfcookbook-vlm-grpo-qwen25vl-3b-loss-oscillates-negative-reward-rises": (
         "batch 33 (joined development at round 32; healthy, passes): as in KNOWN_FORMAT_GAPS, the original's 'healthy' "
         "is the similar-known-cases guess, which the long log's head dilutes below the threshold"),
-    "hfcookbook-grpo-vllm-colocate-qwen2-05b-lora-loss-table-metrics-promising": (
-        "batch 33 (joined development at round 32; healthy_false_alarm, passes): its only reading is the "
-        "similar-known-cases guess, diluted below the threshold in the NeMo-RL console rewrite with Ray prefixes"),
     "tinyzeroexp-ppo-3b-countdown-exclamation-fsdp-vllm-ratio-1p99": (
         "batch 33 (joined development at round 32): both readings come from the owner's sentences (an entropy fall "
         "named as a hypothesis, the FSDP-vs-vLLM log-prob comparison written as code) in the lines read in full; deep "
