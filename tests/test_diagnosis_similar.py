@@ -258,3 +258,28 @@ def test_hypotheses_need_a_long_description_and_a_silent_rule_set() -> None:
     crash = text + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
     res = diagnose_text(crash)
     assert res.findings and not [f for f in res.findings if f.rule == similar.CLASS_RULE_ID]
+
+
+def test_retro_benchmark_reads_the_commits_that_measured_each_batch() -> None:
+    """benchmarks/class_fallback_retro.py scores each batch with the rules of the commit that measured it: each
+    FREEZES commit's subject says it measured that batch once (skipped in a clone without that history)."""
+    import subprocess
+
+    retro = _load("class_fallback_retro")
+    for batch, commit in retro.FREEZES.items():
+        run = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%s", commit], capture_output=True, text=True)
+        if run.returncode:
+            pytest.skip(f"{commit} is not in this clone's history")
+        subject = run.stdout.lower()
+        assert "measured once" in subject and f"batch {batch} " in subject, (batch, commit, subject)
+    assert max(retro.FREEZES) < acc.VALIDATION_BATCH  # the held-out batch is diagnose_accuracy's, not the retro's
+
+
+def test_retro_benchmark_offers_what_the_engine_offers() -> None:
+    """The retro measure and diagnose_run give the same hypotheses for the same text and index."""
+    retro = _load("class_fallback_retro")
+    case = next(c for c in acc.load_cases(shared=None) if c["id"] == "orz-20-single-node-7b-ppo-stuck-needs-32-gpus")
+    index, _ = similar._packaged()
+    got = retro.hypotheses(known.case_text(case["paths"]), index, case["source"])
+    res = acc.diagnose_cli(case["paths"], source=case["source"])
+    assert got and got == [f["category"] for f in res["findings"] if f["rule"] == similar.CLASS_RULE_ID]
