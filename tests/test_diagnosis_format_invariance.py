@@ -154,6 +154,10 @@ def test_metric_case_same_diagnosis_deep_in_a_long_prefixed_log(case: dict, vari
 
 
 KNOWN_DEEP_GAPS: dict[str, str] = {
+    "nemoplatform-943-nemo-rl-dpo-smoke-train-loss-ln2-accuracy-zero": (
+        "batch 41 (joined development at round 39 unread; healthy_false_alarm, a documented miss): the original reads its "
+        "first DPO record at ln 2 with accuracy 0 as no learning signal (the miss); deep in a long log that record is no "
+        "longer the run's start and only the repetition warning is left, which is the better reading; not worked"),
     "bsvaz-unsloth-grpo-qwen25-3b-letter-count-reward-rises-healthy": (
         "batch 39 (joined development at round 37; healthy, passes): the KL spike's warning is read deep in a long log as "
         "in the original; the original's other readings are similar-known-cases guesses from the notebook's words, which "
@@ -162,10 +166,6 @@ KNOWN_DEEP_GAPS: dict[str, str] = {
         "batch 39 (joined development at round 37; passes): response_truncation and the reward warning are read deep in a "
         "long log wherever the rewritten records keep the clipped ratio; the original's other readings are "
         "similar-known-cases guesses from the notebook's words"),
-    "verllog-amd-deepseek7b-grpo-gsm8k-1120-steps": (
-        "batch 1 (passes): entropy_collapse and generation_bound deep in a long log as in the original; behind a Ray "
-        "task-runner prefix the NeMo-RL console lines add a similar-known-cases 'healthy' guess (an info) since the "
-        "index's round-37 rebuild"),
     "littlemex-slime-grpo-qwen3-4b-kv-fp8-mis-kl-divergence-collapse": (
         "batch 38 (joined development at round 36; passes): rollout_train_logprob_mismatch and grad_norm_spike deep in "
         "a long log as in the original; the original's third reading, metric_artifact_check_first, comes from its "
@@ -202,8 +202,6 @@ KNOWN_DEEP_GAPS: dict[str, str] = {
         "from its '#' setting line in the lines read in full, so a clip ratio whose responses never reach that cap is "
         "the metric caveat, not truncation; deep in a long log that line is past the lines read in full and the clip "
         "ratio is read as response_truncation again"),
-    "unsloth-nb-gptoss-20b-grpo-t4-12h44-for-100-steps-slow-generation-expected": (
-        "batch 32: as in KNOWN_FORMAT_GAPS, the rewritten records' clipped ratio is read as response_truncation"),
     "unsloth-nb-qwen25-3b-grpo-gsm8k-loss-zero-reward-flat-first-100-steps": (
         "batch 32 (healthy_false_alarm): the original's finding comes from its sentences and table in the lines read in "
         "full; deep in a long log they are plain log lines and records, which give no finding (and a NeMo-RL console "
@@ -288,10 +286,6 @@ fails until it is removed)."""
 
 
 KNOWN_PREFIX_GAPS: dict[str, str] = {
-    "onlinedpor1-2-ppo-qwen25-math-context-4096-lt-5024": (
-        "batch 13 (joined development at round 12): veRL's context-length AssertionError is read from the assert "
-        "statement line above it; behind a Ray worker prefix or ANSI colour that pair is not read (no finding, or only "
-        "the similar-known-cases guess); not fixed in round 12"),
 }
 
 
